@@ -1,0 +1,48 @@
+// The one reading value every source produces and the ingest pipeline takes.
+// See ../../README.md "Architecture": BLE, serial, MQTT and HTTP all hand this
+// shape to `Ingest.submit`; nothing else writes readings to the store.
+
+export type ReadingSource = 'http' | 'ble' | 'serial' | 'mqtt' | 'sim'
+
+export interface Reading {
+  /** Owner. Sources that know only a device leave it out; the pipeline resolves it from the pairing. */
+  profile_id?: string
+  /** BLE address, serial device id or MQTT device id. */
+  device_id?: string
+  /** Unix time in milliseconds. */
+  measured_at: number
+  /** Beats per minute. Zero or below is accepted and not stored (spec 8.2). */
+  heart_rate: number
+  source: ReadingSource
+  rr_intervals_ms?: number[]
+  energy_expended_kj?: number
+  sensor_contact?: boolean
+  battery_percent?: number
+}
+
+export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile'
+
+export type IngestResult =
+  | { status: 'stored', profile_id: string }
+  | { status: 'dropped', reason: DropReason }
+
+/**
+ * The ingest entry point. `submit` resolves once the reading is durably
+ * written (or dropped); only then may a source acknowledge its sender
+ * (HTTP 200, MQTT PUBACK).
+ */
+export interface Ingest {
+  submit (reading: Reading): Promise<IngestResult>
+}
+
+/** A reading as stored and fanned out to live subscribers. */
+export interface StoredReading {
+  profile_id: string
+  measured_at: number
+  heart_rate: number
+  source: ReadingSource
+  device_id?: string
+  rr_intervals_ms?: number[]
+  energy_expended_kj?: number
+  sensor_contact?: boolean
+}
