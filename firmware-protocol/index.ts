@@ -1,0 +1,8 @@
+// firmware-protocol: pure codecs for every wire format hr-relay speaks.
+// See README.md in this folder for the formats themselves.
+export * from './errors.ts'
+export * from './ble.ts'
+export * from './serial.ts'
+export * from './device-id.ts'
+export * from './mqtt.ts'
+export * from './midi.ts'
