@@ -41,6 +41,11 @@ export class BoundedLineSplitter extends Transform {
     this.delimiter = new RegExp(delimiter.source, delimiter.flags.replace(/[gy]/g, ''))
   }
 
+  /** Bytes held for the current, unterminated line (never above maxLength + 1). */
+  get pendingLength (): number {
+    return this.pending.length
+  }
+
   override _transform (chunk: Buffer | string, encoding: BufferEncoding, callback: TransformCallback): void {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk
     let text = bytes.toString('latin1')

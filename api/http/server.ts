@@ -1,0 +1,72 @@
+// The Fastify server: one error handler that produces the specification's
+// JSON error bodies, the shared plugins, and the feature plugins in order.
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
+import formbody from '@fastify/formbody'
+import websocket from '@fastify/websocket'
+import { ApiError, OAuthError } from '../errors.ts'
+import type { Services } from '../services.ts'
+import './types.ts'
+
+export interface ServerOptions {
+  /** Largest request body accepted (bytes). */
+  bodyLimit?: number
+  /** Feature plugins, registered in order after the shared ones. */
+  features: FastifyPluginAsync[]
+}
+
+function toApiError (err: FastifyError): ApiError {
+  if (err.validation !== undefined) return new ApiError('invalid_request', { detail: err.message })
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': return new ApiError('payload_too_large')
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return new ApiError('invalid_request', { detail: 'unsupported content type' })
+    default: break
+  }
+  const status = err.statusCode ?? 500
+  if (status === 404) return new ApiError('not_found')
+  if (status === 429) return new ApiError('rate_limited')
+  if (status >= 400 && status < 500) return new ApiError('invalid_request', { detail: err.message })
+  return new ApiError('processing', { cause: err })
+}
+
+export async function buildServer (services: Services, options: ServerOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: services.log.child({ component: 'http' }) as FastifyBaseLogger,
+    bodyLimit: options.bodyLimit ?? 64 * 1024,
+    // Request log lines would carry URLs with `access_token` query parameters: never log a token.
+    logController: new LogController({ disableRequestLogging: true }),
+    // Query strings: repeated parameters arrive as arrays and fail schema validation instead of being guessed.
+    routerOptions: { maxParamLength: 200 },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } }
+  })
+  app.decorate('hr', services)
+
+  app.setErrorHandler(async (error: FastifyError | ApiError | OAuthError, request, reply) => {
+    if (error instanceof OAuthError) {
+      return await reply.code(error.status).headers({ 'cache-control': 'no-store', pragma: 'no-cache', ...error.headers }).send(error.body())
+    }
+    const apiError = error instanceof ApiError ? error : toApiError(error as FastifyError)
+    if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? error, url: request.routeOptions.url }, 'request failed')
+    else request.log.debug({ code: apiError.code, url: request.routeOptions.url }, 'request refused')
+    return await reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.body())
+  })
+  app.setNotFoundHandler(async (_request, reply) => {
+    const e = new ApiError('not_found')
+    return await reply.code(e.status).send(e.body())
+  })
+
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff')
+    return payload
+  })
+
+  await app.register(formbody, { bodyLimit: options.bodyLimit ?? 64 * 1024 })
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } })
+
+  app.get('/health', async () => ({
+    status: 'ok',
+    sources: services.health()
+  }))
+
+  for (const feature of options.features) await app.register(feature)
+  return app
+}

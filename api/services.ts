@@ -1,0 +1,46 @@
+// The services the HTTP layer and the relay share. Built once by the
+// composition root (relay/main.ts) and decorated onto Fastify as `app.hr`.
+import type { Logger } from 'pino'
+import type { Store } from './store/db.ts'
+import type { Users } from './store/users.ts'
+import type { Clients } from './store/clients.ts'
+import type { Tokens } from './store/tokens.ts'
+
+export interface TokenLifetimes {
+  /** Seconds. Defaults in relay/config.ts (README "Token lifetimes"). */
+  implicit: number
+  authorization_code: number
+  refresh_token: number
+  client_credentials: number
+  device_code: number
+  manual: number
+  /** Lifetime of an authorization code (at most 600 s). */
+  code: number
+  /** Lifetime of a device authorization session. */
+  device_session: number
+  device_interval: number
+}
+
+export interface ApiConfig {
+  /** Public base URL of this server, used in verification_uri and overlay links. */
+  publicUrl: string
+  lifetimes: TokenLifetimes
+  /** Requests per second per token (0 = off); spec service-notes "Rate limit". */
+  rateLimitPerSecond: number
+  data: { rawRetentionDays: number, rollupRetentionDays: number, streamGapSeconds: number }
+}
+
+export interface HealthEntry { id: string, state: string, detail?: string, connected?: number }
+
+export interface Services {
+  store: Store
+  users: Users
+  clients: Clients
+  tokens: Tokens
+  config: ApiConfig
+  log: Logger
+  /** Digest of the admin token (data-dir/admin-token). */
+  adminTokenDigest: string
+  /** Health of the relay's sources, filled in by the composition root. */
+  health: () => HealthEntry[]
+}

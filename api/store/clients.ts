@@ -1,0 +1,98 @@
+// OAuth clients: applications that read users' data. Secrets are stored as
+// scrypt hashes and shown once, when the client is created.
+import type { Store, Sub } from './db.ts'
+import { dummyVerify, hashSecret, newId, newSecret, verifySecret } from './secrets.ts'
+
+export interface ClientRecord {
+  client_id: string
+  name: string
+  /** null for a public client (no secret; PKCE required). */
+  secret_hash: string | null
+  redirect_uris: string[]
+  owner: string | null
+  created_at: number
+}
+
+export interface NewClient {
+  name: string
+  redirect_uris: string[]
+  owner?: string | null
+  public?: boolean
+}
+
+export class InvalidRedirectUriError extends Error {
+  constructor (uri: string, why: string) { super(`redirect URI ${JSON.stringify(uri)} is not acceptable: ${why}`); this.name = 'InvalidRedirectUriError' }
+}
+
+/** Registered redirect URIs must be absolute, without a fragment (RFC 6749 3.1.2), https or loopback http or a private-use scheme. */
+export function checkRedirectUri (uri: string): void {
+  let u: URL
+  try { u = new URL(uri) } catch { throw new InvalidRedirectUriError(uri, 'not an absolute URL') }
+  if (u.hash !== '' || uri.includes('#')) throw new InvalidRedirectUriError(uri, 'must not contain a fragment')
+  if (u.protocol === 'javascript:' || u.protocol === 'data:' || u.protocol === 'file:') throw new InvalidRedirectUriError(uri, `scheme ${u.protocol} is not allowed`)
+}
+
+export function isLoopbackHost (host: string): boolean {
+  return host === '127.0.0.1' || host === '[::1]' || host === '::1' || host === 'localhost'
+}
+
+/**
+ * Exact match of a redirect URI against the registered ones (RFC 9700 2.1);
+ * loopback redirect URIs may differ in port only (RFC 8252 7.3).
+ */
+export function redirectUriAllowed (client: ClientRecord, uri: string): boolean {
+  if (client.redirect_uris.includes(uri)) return true
+  let u: URL
+  try { u = new URL(uri) } catch { return false }
+  if (u.protocol !== 'http:' || !isLoopbackHost(u.hostname)) return false
+  for (const registered of client.redirect_uris) {
+    let r: URL
+    try { r = new URL(registered) } catch { continue }
+    if (r.protocol !== 'http:' || r.hostname !== u.hostname) continue
+    const a = new URL(u.href); a.port = ''
+    const b = new URL(r.href); b.port = ''
+    if (a.href === b.href && a.username === '' && a.password === '') return true
+  }
+  return false
+}
+
+export class Clients {
+  private readonly byId: Sub<ClientRecord>
+
+  constructor (private readonly store: Store) {
+    this.byId = store.sub<ClientRecord>('clients')
+  }
+
+  async create (input: NewClient, now = Date.now()): Promise<{ client: ClientRecord, client_secret: string | null }> {
+    for (const uri of input.redirect_uris) checkRedirectUri(uri)
+    const secret = input.public === true ? null : newSecret()
+    const client: ClientRecord = {
+      client_id: newId(),
+      name: input.name,
+      secret_hash: secret === null ? null : await hashSecret(secret),
+      redirect_uris: [...input.redirect_uris],
+      owner: input.owner ?? null,
+      created_at: now
+    }
+    await this.store.batch([{ type: 'put', sublevel: this.byId, key: client.client_id, value: client }], { sync: true })
+    return { client, client_secret: secret }
+  }
+
+  async get (clientId: string): Promise<ClientRecord | undefined> {
+    if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) return undefined
+    return await this.byId.get(clientId)
+  }
+
+  /** Authenticates a confidential client; unknown clients cost the same time as a wrong secret. */
+  async authenticate (clientId: string, secret: string): Promise<ClientRecord | undefined> {
+    const client = await this.get(clientId)
+    if (client === undefined || client.secret_hash === null) { await dummyVerify(secret); return undefined }
+    return (await verifySecret(secret, client.secret_hash)) ? client : undefined
+  }
+
+  async list (): Promise<ClientRecord[]> {
+    const out: ClientRecord[] = []
+    for await (const v of this.byId.values()) out.push(v)
+    return out.sort((a, b) => a.created_at - b.created_at)
+  }
+}

@@ -1,0 +1,194 @@
+// Access and refresh tokens. Only SHA-256 digests are stored. Tokens of one
+// grant share a family id, so that a replayed refresh token or a reused
+// authorization code revokes everything issued from that grant (RFC 9700
+// 2.2.2 and 4.14), and an index by (user, client) serves "disconnect app".
+import type { BatchOp, Store, Sub } from './db.ts'
+import { digest, newId, newToken } from './secrets.ts'
+
+export type TokenFlow = 'implicit' | 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'manual' | 'admin'
+
+export interface AccessTokenRecord {
+  client_id: string
+  /** null for client-credentials tokens (spec 5.7). */
+  profile_id: string | null
+  scopes: string[]
+  flow: TokenFlow
+  family: string
+  created_at: number
+  expires_at: number
+}
+
+export interface RefreshTokenRecord {
+  client_id: string
+  profile_id: string | null
+  scopes: string[]
+  family: string
+  access_digest: string
+  created_at: number
+  expires_at: number
+  /** Set when rotated; a later use of this token is a replay. */
+  used_at: number | null
+}
+
+export interface IssueRequest {
+  client_id: string
+  profile_id: string | null
+  scopes: string[]
+  flow: TokenFlow
+  expires_in: number
+  refresh_expires_in?: number
+  family?: string
+}
+
+export interface IssuedTokens {
+  access_token: string
+  refresh_token?: string
+  expires_in: number
+  scope: string
+  family: string
+}
+
+export type AccessLookup =
+  | { ok: true, token: AccessTokenRecord, digest: string }
+  | { ok: false, reason: 'not_found' | 'expired' }
+
+export type RefreshResult =
+  | { ok: true, issued: IssuedTokens, record: RefreshTokenRecord }
+  | { ok: false, reason: 'not_found' | 'expired' | 'wrong_client' | 'replayed' }
+
+export class Tokens {
+  private readonly access: Sub<AccessTokenRecord>
+  private readonly refresh: Sub<RefreshTokenRecord>
+  /** `family!kind!digest` → '' */
+  private readonly byFamily: Sub<string>
+  /** `profile!client!family` → '' (for disconnect and the member's list of apps) */
+  private readonly grants: Sub<string>
+
+  constructor (private readonly store: Store) {
+    this.access = store.sub('tokens_access')
+    this.refresh = store.sub('tokens_refresh')
+    this.byFamily = store.sub('tokens_by_family')
+    this.grants = store.sub('grants')
+  }
+
+  /** Issues an access token (and a refresh token when refresh_expires_in is given). */
+  async issue (req: IssueRequest, now = Date.now()): Promise<IssuedTokens> {
+    const ops: BatchOp[] = []
+    const issued = this.prepare(req, ops, now)
+    await this.store.batch(ops, { sync: true })
+    return issued
+  }
+
+  /** Adds the writes of a new token pair to `ops` (for callers that change other state in the same batch). */
+  prepare (req: IssueRequest, ops: BatchOp[], now = Date.now()): IssuedTokens {
+    const family = req.family ?? newId()
+    const accessToken = newToken()
+    const accessDigest = digest(accessToken)
+    ops.push({ type: 'put', sublevel: this.access, key: accessDigest, value: { client_id: req.client_id, profile_id: req.profile_id, scopes: req.scopes, flow: req.flow, family, created_at: now, expires_at: now + req.expires_in * 1000 } satisfies AccessTokenRecord })
+    ops.push({ type: 'put', sublevel: this.byFamily, key: `${family}!a!${accessDigest}`, value: '' })
+    if (req.profile_id !== null) ops.push({ type: 'put', sublevel: this.grants, key: `${req.profile_id}!${req.client_id}!${family}`, value: '' })
+    const issued: IssuedTokens = { access_token: accessToken, expires_in: req.expires_in, scope: req.scopes.join(' '), family }
+    if (req.refresh_expires_in !== undefined) {
+      const refreshToken = newToken()
+      const refreshDigest = digest(refreshToken)
+      ops.push({ type: 'put', sublevel: this.refresh, key: refreshDigest, value: { client_id: req.client_id, profile_id: req.profile_id, scopes: req.scopes, family, access_digest: accessDigest, created_at: now, expires_at: now + req.refresh_expires_in * 1000, used_at: null } satisfies RefreshTokenRecord })
+      ops.push({ type: 'put', sublevel: this.byFamily, key: `${family}!r!${refreshDigest}`, value: '' })
+      issued.refresh_token = refreshToken
+    }
+    return issued
+  }
+
+  async lookup (token: string, now = Date.now()): Promise<AccessLookup> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 512) return { ok: false, reason: 'not_found' }
+    const d = digest(token)
+    const rec = await this.access.get(d)
+    if (rec === undefined) return { ok: false, reason: 'not_found' }
+    if (rec.expires_at <= now) return { ok: false, reason: 'expired' }
+    return { ok: true, token: rec, digest: d }
+  }
+
+  /**
+   * Refresh rotation: the old access and refresh tokens stop working and a
+   * new pair in the same family is issued. Presenting a rotated refresh token
+   * again is a replay and revokes the whole family.
+   */
+  async rotate (refreshToken: string, clientId: string, expiresIn: number, refreshExpiresIn: number, now = Date.now()): Promise<RefreshResult> {
+    if (typeof refreshToken !== 'string' || refreshToken.length > 512) return { ok: false, reason: 'not_found' }
+    const d = digest(refreshToken)
+    const rec = await this.refresh.get(d)
+    if (rec === undefined) return { ok: false, reason: 'not_found' }
+    if (rec.client_id !== clientId) return { ok: false, reason: 'wrong_client' }
+    if (rec.used_at !== null) {
+      await this.revokeFamily(rec.family)
+      return { ok: false, reason: 'replayed' }
+    }
+    if (rec.expires_at <= now) return { ok: false, reason: 'expired' }
+    const ops: BatchOp[] = [
+      { type: 'put', sublevel: this.refresh, key: d, value: { ...rec, used_at: now } },
+      { type: 'del', sublevel: this.access, key: rec.access_digest },
+      { type: 'del', sublevel: this.byFamily, key: `${rec.family}!a!${rec.access_digest}` }
+    ]
+    const issued = this.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'refresh_token', expires_in: expiresIn, refresh_expires_in: refreshExpiresIn, family: rec.family }, ops, now)
+    await this.store.batch(ops, { sync: true })
+    return { ok: true, issued, record: rec }
+  }
+
+  /** RFC 7009: revokes an access or refresh token; a refresh token takes its family with it. Unknown tokens are ignored. */
+  async revoke (token: string): Promise<boolean> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 512) return false
+    const d = digest(token)
+    const acc = await this.access.get(d)
+    if (acc !== undefined) {
+      await this.store.batch([
+        { type: 'del', sublevel: this.access, key: d },
+        { type: 'del', sublevel: this.byFamily, key: `${acc.family}!a!${d}` }
+      ], { sync: true })
+      return true
+    }
+    const ref = await this.refresh.get(d)
+    if (ref !== undefined) { await this.revokeFamily(ref.family); return true }
+    return false
+  }
+
+  /** Deletes every access and refresh token of a family. */
+  async revokeFamily (family: string): Promise<number> {
+    const ops: BatchOp[] = []
+    let profile: string | null = null
+    let client: string | null = null
+    for await (const key of this.byFamily.keys({ gt: `${family}!`, lt: `${family}!\xff` })) {
+      const [, kind, d] = key.split('!') as [string, string, string]
+      const sub = kind === 'a' ? this.access : this.refresh
+      if (profile === null) {
+        const rec = await sub.get(d)
+        if (rec !== undefined) { profile = rec.profile_id; client = rec.client_id }
+      }
+      ops.push({ type: 'del', sublevel: sub, key: d }, { type: 'del', sublevel: this.byFamily, key })
+    }
+    if (profile !== null && client !== null) ops.push({ type: 'del', sublevel: this.grants, key: `${profile}!${client}!${family}` })
+    await this.store.batch(ops, { sync: true })
+    return ops.length
+  }
+
+  /** "Disconnect app": every token of this user for this client stops working. */
+  async revokeGrant (profileId: string, clientId: string): Promise<number> {
+    const families: string[] = []
+    const prefix = `${profileId}!${clientId}!`
+    for await (const key of this.grants.keys({ gt: prefix, lt: `${prefix}\xff` })) families.push(key.slice(prefix.length))
+    let n = 0
+    for (const f of families) n += await this.revokeFamily(f)
+    const leftovers: BatchOp[] = families.map(f => ({ type: 'del', sublevel: this.grants, key: `${prefix}${f}` }))
+    await this.store.batch(leftovers, { sync: true })
+    return n
+  }
+
+  /** Client ids this user has granted access to (with at least one live token family). */
+  async grantedClients (profileId: string): Promise<string[]> {
+    const out = new Set<string>()
+    const prefix = `${profileId}!`
+    for await (const key of this.grants.keys({ gt: prefix, lt: `${prefix}\xff` })) {
+      const client = key.slice(prefix.length).split('!')[0]
+      if (client !== undefined) out.add(client)
+    }
+    return [...out]
+  }
+}

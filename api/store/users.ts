@@ -1,0 +1,135 @@
+// Users: the people who stream heart rate. profile_id is the public id.
+import type { Store, Sub } from './db.ts'
+import { dummyVerify, hashSecret, newId, verifySecret } from './secrets.ts'
+
+export type PremiumPlan = 'none' | 'trial' | 'subscription' | 'lifetime'
+export const PREMIUM_PLANS: readonly PremiumPlan[] = ['none', 'trial', 'subscription', 'lifetime']
+export type Sex = 'male' | 'female'
+
+export interface UserRecord {
+  profile_id: string
+  username: string
+  password_hash: string
+  channel: string
+  mobile_login: boolean
+  display_name?: string
+  age?: number
+  weight_kg?: number
+  sex?: Sex
+  max_heart_rate?: number
+  premium: { plan: PremiumPlan, expires_at: number | null }
+  /** Features granted individually (spec 2.7). */
+  features: string[]
+  created_at: number
+}
+
+export interface NewUser {
+  username: string
+  password: string
+  channel?: string
+  display_name?: string
+  age?: number
+  weight_kg?: number
+  sex?: Sex
+  max_heart_rate?: number
+  premium?: PremiumPlan
+  /** For trial and subscription: when the plan ends (ms). Default: 14 days for a trial, 30 for a subscription. */
+  premium_expires_at?: number | null
+}
+
+export class UserExistsError extends Error {
+  constructor (username: string) { super(`user ${username} already exists`); this.name = 'UserExistsError' }
+}
+
+const DAY = 86_400_000
+
+export function premiumActive (user: UserRecord, now = Date.now()): boolean {
+  const { plan, expires_at: exp } = user.premium
+  if (plan === 'none') return false
+  if (plan === 'lifetime') return true
+  return exp !== null && exp > now
+}
+
+export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash'> {
+  const { password_hash: _hidden, ...rest } = u
+  return rest
+}
+
+export class Users {
+  private readonly byId: Sub<UserRecord>
+  private readonly byName: Sub<string>
+
+  constructor (private readonly store: Store) {
+    this.byId = store.sub<UserRecord>('users')
+    this.byName = store.sub<string>('usernames')
+  }
+
+  private static nameKey (username: string): string {
+    return username.normalize('NFC').toLowerCase()
+  }
+
+  async create (input: NewUser, now = Date.now()): Promise<UserRecord> {
+    if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
+    const plan = input.premium ?? 'none'
+    const expires = input.premium_expires_at !== undefined
+      ? input.premium_expires_at
+      : plan === 'trial' ? now + 14 * DAY : plan === 'subscription' ? now + 30 * DAY : null
+    const user: UserRecord = {
+      profile_id: newId(),
+      username: input.username,
+      password_hash: await hashSecret(input.password),
+      channel: input.channel ?? input.username,
+      mobile_login: false,
+      premium: { plan, expires_at: expires },
+      features: [],
+      created_at: now
+    }
+    for (const k of ['display_name', 'age', 'weight_kg', 'sex', 'max_heart_rate'] as const) {
+      if (input[k] !== undefined) (user as any)[k] = input[k]
+    }
+    // Re-check right before the atomic write: scrypt above yields the event loop.
+    if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
+    await this.store.batch([
+      { type: 'put', sublevel: this.byId, key: user.profile_id, value: user },
+      { type: 'put', sublevel: this.byName, key: Users.nameKey(user.username), value: user.profile_id }
+    ], { sync: true })
+    return user
+  }
+
+  async get (profileId: string): Promise<UserRecord | undefined> {
+    return await this.byId.get(profileId)
+  }
+
+  async byUsername (username: string): Promise<UserRecord | undefined> {
+    const id = await this.byName.get(Users.nameKey(username))
+    return id === undefined ? undefined : await this.byId.get(id)
+  }
+
+  /** Checks a password in constant time; an unknown user costs the same as a wrong password. */
+  async authenticate (username: string, password: string): Promise<UserRecord | undefined> {
+    const user = await this.byUsername(username)
+    if (user === undefined) { await dummyVerify(password); return undefined }
+    return (await verifySecret(password, user.password_hash)) ? user : undefined
+  }
+
+  async update (profileId: string, change: (u: UserRecord) => UserRecord): Promise<UserRecord | undefined> {
+    const user = await this.byId.get(profileId)
+    if (user === undefined) return undefined
+    const next = change(structuredClone(user))
+    await this.store.batch([{ type: 'put', sublevel: this.byId, key: profileId, value: next }], { sync: true })
+    return next
+  }
+
+  async grantFeature (profileId: string, feature: string): Promise<UserRecord | undefined> {
+    return await this.update(profileId, u => {
+      if (!u.features.includes(feature)) u.features.push(feature)
+      return u
+    })
+  }
+
+  async list (): Promise<UserRecord[]> {
+    const out: UserRecord[] = []
+    for await (const v of this.byId.values()) out.push(v)
+    return out.sort((a, b) => a.username.localeCompare(b.username))
+  }
+}

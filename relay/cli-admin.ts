@@ -1,0 +1,186 @@
+// `hr-relay admin ...`: talks to the running server over loopback with the
+// admin token, because LevelDB allows one process per data directory. The
+// server records its address in <data-dir>/server.json.
+import { readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { serverInfoFile, type ServerInfo } from './main.ts'
+
+export class CliError extends Error {
+  constructor (message: string, readonly exitCode = 1, readonly body?: unknown) { super(message); this.name = 'CliError' }
+}
+
+type Flags = Record<string, string | boolean | string[] | undefined>
+interface Request { method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT', path: string, body?: unknown }
+
+export interface AdminCommand {
+  /** e.g. ['user', 'add'] */
+  words: string[]
+  usage: string
+  args: string[]
+  options?: Record<string, { type: 'string' | 'boolean', multiple?: boolean }>
+  request (args: string[], flags: Flags): Request
+  /** Human-readable output (default: key: value lines). */
+  human? (result: any): string
+}
+
+const num = (v: unknown, name: string): number | undefined => {
+  if (v === undefined) return undefined
+  const n = Number(v)
+  if (!Number.isFinite(n)) throw new CliError(`--${name} must be a number`, 2)
+  return n
+}
+
+const seg = (s: string): string => encodeURIComponent(s)
+
+export const ADMIN_COMMANDS: AdminCommand[] = [
+  {
+    words: ['user', 'add'],
+    usage: 'user add <username> --password <p> [--premium none|trial|subscription|lifetime] [--channel C] [--display-name N] [--age N --weight-kg N --sex male|female] [--max-heart-rate N]',
+    args: ['username'],
+    options: { password: { type: 'string' }, premium: { type: 'string' }, channel: { type: 'string' }, 'display-name': { type: 'string' }, age: { type: 'string' }, 'weight-kg': { type: 'string' }, sex: { type: 'string' }, 'max-heart-rate': { type: 'string' } },
+    request: ([username], f) => {
+      if (typeof f.password !== 'string') throw new CliError('--password is required', 2)
+      return {
+        method: 'POST',
+        path: '/admin/users',
+        body: {
+          username,
+          password: f.password,
+          premium: f.premium,
+          channel: f.channel,
+          display_name: f['display-name'],
+          age: num(f.age, 'age'),
+          weight_kg: num(f['weight-kg'], 'weight-kg'),
+          sex: f.sex,
+          max_heart_rate: num(f['max-heart-rate'], 'max-heart-rate')
+        }
+      }
+    }
+  },
+  {
+    words: ['user', 'list'],
+    usage: 'user list',
+    args: [],
+    request: () => ({ method: 'GET', path: '/admin/users' }),
+    human: r => (r.users as any[]).map(u => `${u.username}\t${u.profile_id}\tpremium=${u.premium.plan}`).join('\n') || '(no users)'
+  },
+  {
+    words: ['user', 'grant'],
+    usage: 'user grant <username> <feature_id>',
+    args: ['username', 'feature_id'],
+    request: ([username, feature]) => ({ method: 'POST', path: `/admin/users/${seg(username!)}/features`, body: { feature_id: feature } })
+  },
+  {
+    words: ['user', 'disconnect'],
+    usage: 'user disconnect <username> <client_id>',
+    args: ['username', 'client_id'],
+    request: ([username, client]) => ({ method: 'DELETE', path: `/admin/users/${seg(username!)}/clients/${seg(client!)}` })
+  },
+  {
+    words: ['client', 'add'],
+    usage: 'client add --name <n> --redirect-uri <uri> [--redirect-uri <uri> ...] [--public]',
+    args: [],
+    options: { name: { type: 'string' }, 'redirect-uri': { type: 'string', multiple: true }, public: { type: 'boolean' } },
+    request: (_a, f) => {
+      if (typeof f.name !== 'string') throw new CliError('--name is required', 2)
+      const uris = f['redirect-uri']
+      if (!Array.isArray(uris) || uris.length === 0) throw new CliError('at least one --redirect-uri is required', 2)
+      return { method: 'POST', path: '/admin/clients', body: { name: f.name, redirect_uris: uris, public: f.public === true } }
+    }
+  },
+  {
+    words: ['client', 'list'],
+    usage: 'client list',
+    args: [],
+    request: () => ({ method: 'GET', path: '/admin/clients' }),
+    human: r => (r.clients as any[]).map(c => `${c.client_id}\t${c.name}\t${c.redirect_uris.join(' ')}`).join('\n') || '(no clients)'
+  },
+  {
+    words: ['token', 'issue'],
+    usage: 'token issue <username> --scope "<scopes>" [--expires-in <seconds>]',
+    args: ['username'],
+    options: { scope: { type: 'string' }, 'expires-in': { type: 'string' } },
+    request: ([username], f) => {
+      if (typeof f.scope !== 'string') throw new CliError('--scope is required', 2)
+      return { method: 'POST', path: '/admin/tokens', body: { username, scope: f.scope, expires_in: num(f['expires-in'], 'expires-in') } }
+    }
+  }
+]
+
+/** Other modules (rooms, devices) add their commands here. */
+export function addAdminCommands (commands: AdminCommand[]): void {
+  ADMIN_COMMANDS.push(...commands)
+}
+
+export async function serverFor (dataDir: string): Promise<{ info: ServerInfo, token: string }> {
+  const dir = resolve(dataDir)
+  let info: ServerInfo
+  try {
+    info = JSON.parse(await readFile(serverInfoFile(dir), 'utf8')) as ServerInfo
+  } catch {
+    throw new CliError(`no running hr-relay found for data directory ${dir} (start it with: hr-relay start --data-dir ${dataDir})`)
+  }
+  let token: string
+  try {
+    token = (await readFile(join(dir, 'admin-token'), 'utf8')).trim()
+  } catch (err) {
+    throw new CliError(`cannot read the admin token in ${join(dir, 'admin-token')}: ${(err as Error).message}`)
+  }
+  return { info, token }
+}
+
+function humanize (result: unknown): string {
+  if (result === null || typeof result !== 'object') return String(result)
+  return Object.entries(result as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join('\n')
+}
+
+export function adminUsage (): string {
+  return ADMIN_COMMANDS.map(c => `  hr-relay admin ${c.usage} [--data-dir DIR] [--json]`).join('\n')
+}
+
+/** Runs `hr-relay admin <argv...>`; returns the text to print. */
+export async function runAdmin (argv: string[]): Promise<{ json: boolean, output: string }> {
+  const json = argv.includes('--json')
+  const command = ADMIN_COMMANDS
+    .filter(c => c.words.every((w, i) => argv[i] === w))
+    .sort((a, b) => b.words.length - a.words.length)[0]
+  if (command === undefined) throw new CliError(`unknown admin command: ${argv.filter(a => !a.startsWith('-')).slice(0, 3).join(' ') || '(none)'}\nusage:\n${adminUsage()}`, 2)
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: argv.slice(command.words.length),
+      allowPositionals: true,
+      options: { ...(command.options ?? {}), 'data-dir': { type: 'string' }, json: { type: 'boolean' } }
+    })
+  } catch (err) {
+    throw new CliError(`${(err as Error).message}\nusage: hr-relay admin ${command.usage}`, 2)
+  }
+  const positionals = parsed.positionals
+  if (positionals.length !== command.args.length) {
+    throw new CliError(`expected ${command.args.length === 0 ? 'no arguments' : command.args.map(a => `<${a}>`).join(' ')}\nusage: hr-relay admin ${command.usage}`, 2)
+  }
+  const flags = parsed.values as Flags
+  const req = command.request(positionals, flags)
+  const { info, token } = await serverFor(typeof flags['data-dir'] === 'string' ? flags['data-dir'] : process.env.HR_RELAY_DATA_DIR ?? './data')
+  let res: Response
+  try {
+    res = await fetch(new URL(req.path, info.url), {
+      method: req.method,
+      headers: { authorization: `Bearer ${token}`, ...(req.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: req.body === undefined ? undefined : JSON.stringify(req.body)
+    })
+  } catch (err) {
+    throw new CliError(`cannot reach hr-relay at ${info.url}: ${(err as Error).message} (is it running?)`)
+  }
+  const text = await res.text()
+  let body: unknown = text
+  try { body = JSON.parse(text) } catch { /* keep text */ }
+  if (!res.ok) {
+    const b = body as { error_message?: string, detail?: string }
+    throw new CliError(`${req.method} ${req.path} failed: HTTP ${res.status} ${b?.error_message ?? text}`, 1, body)
+  }
+  return { json, output: json ? JSON.stringify(body) : (command.human ?? humanize)(body) }
+}

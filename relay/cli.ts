@@ -1,0 +1,96 @@
+// The `hr-relay` command: start, admin, sim.
+import { parseArgs } from 'node:util'
+import { loadConfig, ConfigError } from './config.ts'
+import { startService } from './main.ts'
+import { StoreLockedError, StoreOpenError } from '../api/store/db.ts'
+import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
+
+const USAGE = `usage:
+  hr-relay start [--config FILE] [--data-dir DIR] [--host H] [--http-port N] [--mqtt-port N] [--no-demo]
+${adminUsage()}
+  hr-relay sim --help
+`
+
+export type SubcommandRunner = (argv: string[]) => Promise<number>
+
+/** Subcommands contributed by other folders (the simulator registers `sim`). */
+export const SUBCOMMANDS: Record<string, SubcommandRunner> = {}
+
+async function start (argv: string[]): Promise<number> {
+  let values
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
+        host: { type: 'string' },
+        'http-port': { type: 'string' },
+        'mqtt-port': { type: 'string' },
+        'no-demo': { type: 'boolean' },
+        help: { type: 'boolean' }
+      }
+    }))
+  } catch (err) {
+    process.stderr.write(`hr-relay start: ${(err as Error).message}\n${USAGE}`)
+    return 2
+  }
+  if (values.help === true) { process.stdout.write(USAGE); return 0 }
+  const config = await loadConfig({
+    ...(values.config === undefined ? {} : { file: values.config }),
+    overrides: raw => {
+      if (values['data-dir'] !== undefined) raw.data_dir = values['data-dir']
+      if (values.host !== undefined) (raw.http ??= {}).host = values.host
+      if (values['http-port'] !== undefined) (raw.http ??= {}).port = Number(values['http-port'])
+      if (values['mqtt-port'] !== undefined) (raw.mqtt ??= {}).port = Number(values['mqtt-port'])
+      if (values['no-demo'] === true) raw.demo = false
+    }
+  })
+  const service = await startService(config)
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    service.services.log.info({ signal }, 'stopping')
+    service.close().then(() => process.exit(0), () => process.exit(1))
+  }
+  process.on('SIGINT', () => { stop('SIGINT') })
+  process.on('SIGTERM', () => { stop('SIGTERM') })
+  return -1 // keep running
+}
+
+export async function main (argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv
+  try {
+    switch (cmd) {
+      case 'start': return await start(rest)
+      case 'admin': {
+        const { output } = await runAdmin(rest)
+        process.stdout.write(output + '\n')
+        return 0
+      }
+      case undefined: case '-h': case '--help': case 'help':
+        process.stdout.write(USAGE)
+        return cmd === undefined ? 2 : 0
+      default: {
+        const runner = SUBCOMMANDS[cmd]
+        if (runner !== undefined) return await runner(rest)
+        process.stderr.write(`hr-relay: unknown command ${cmd}\n${USAGE}`)
+        return 2
+      }
+    }
+  } catch (err) {
+    const json = rest.includes('--json')
+    if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreLockedError || err instanceof StoreOpenError) {
+      if (json) process.stdout.write(JSON.stringify({ error: err.message, ...(err instanceof CliError && err.body !== undefined ? { response: err.body } : {}) }) + '\n')
+      else process.stderr.write(`hr-relay: ${err.message}\n`)
+      return err instanceof CliError ? err.exitCode : 1
+    }
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      process.stderr.write(`hr-relay: cannot listen: ${(err as Error).message}\n`)
+      return 1
+    }
+    throw err
+  }
+}

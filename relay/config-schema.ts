@@ -1,0 +1,124 @@
+// The one JSON Schema of the configuration file (`hr-relay start --config FILE`).
+// Every key has its default next to it; README "Configuration" mirrors this file.
+export const CONFIG_SCHEMA = {
+  $id: 'https://hr-relay.local/config.schema.json',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    data_dir: { type: 'string', minLength: 1, default: './data', description: 'LevelDB data, admin token and server address' },
+    log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    demo: { type: 'boolean', default: true, description: 'run the simulated gym when nothing else is configured (hr-relay start --no-demo turns it off)' },
+    http: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host: { type: 'string', default: '127.0.0.1' },
+        port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
+        public_url: { type: 'string', description: 'base URL clients use; default http://<host>:<port>' },
+        body_limit_bytes: { type: 'integer', minimum: 1024, maximum: 10485760, default: 65536 },
+        rate_limit_per_second: { type: 'number', minimum: 0, default: 20, description: 'requests per second per token; 0 turns it off' }
+      }
+    },
+    oauth: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'token lifetimes in seconds',
+      properties: {
+        implicit_expires_in: { type: 'integer', minimum: 60, default: 90000 },
+        code_expires_in: { type: 'integer', minimum: 60, default: 3600, description: 'access token from the authorization code grant' },
+        refresh_token_expires_in: { type: 'integer', minimum: 3600, default: 2592000 },
+        client_credentials_expires_in: { type: 'integer', minimum: 60, default: 5184000 },
+        device_code_expires_in: { type: 'integer', minimum: 60, default: 7776000, description: 'access token from the device flow' },
+        manual_expires_in: { type: 'integer', minimum: 60, default: 630720000, description: 'manual tokens (20 years)' },
+        authorization_code_ttl: { type: 'integer', minimum: 10, maximum: 600, default: 600 },
+        device_session_ttl: { type: 'integer', minimum: 60, maximum: 3600, default: 600 },
+        device_poll_interval: { type: 'integer', minimum: 1, maximum: 60, default: 3 }
+      }
+    },
+    data: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        raw_retention_days: { type: 'number', exclusiveMinimum: 0, default: 35 },
+        rollup_retention_days: { type: 'number', exclusiveMinimum: 0, default: 400 },
+        stream_gap_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600, default: 5, description: 'readings further apart than this do not count as streamed time' }
+      }
+    },
+    mqtt: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true },
+        host: { type: 'string', description: 'default: http.host' },
+        port: { type: 'integer', minimum: 0, maximum: 65535, default: 1883 },
+        websocket_path: { type: 'string', default: '/mqtt' },
+        max_packet_bytes: { type: 'integer', minimum: 256, maximum: 1048576, default: 8192 },
+        connect_timeout_ms: { type: 'integer', minimum: 100, default: 10000 },
+        keepalive_limit_s: { type: 'integer', minimum: 0, default: 300 }
+      }
+    },
+    ble: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true },
+        adapter: { type: 'string', default: 'hci0' },
+        allow: { type: 'array', items: { type: 'string', pattern: '^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$' }, default: [], description: 'strap addresses to connect; empty: every paired strap' },
+        connect_timeout_ms: { type: 'integer', minimum: 500, default: 15000 },
+        gatt_timeout_ms: { type: 'integer', minimum: 500, default: 15000 },
+        backoff_initial_ms: { type: 'integer', minimum: 50, default: 1000 },
+        backoff_max_ms: { type: 'integer', minimum: 100, default: 30000 }
+      }
+    },
+    serial: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['path'],
+        properties: {
+          path: { type: 'string', minLength: 1 },
+          baud_rate: { type: 'integer', minimum: 300, default: 115200 },
+          format: { enum: ['framed', 'text', 'hrmi'], default: 'framed' },
+          device_id: { type: 'string', pattern: '^[A-Za-z0-9:_.-]{1,64}$' },
+          poll_interval_ms: { type: 'integer', minimum: 100, default: 1000 }
+        }
+      }
+    },
+    midi: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['path', 'username'],
+        properties: {
+          path: { type: 'string', minLength: 1 },
+          username: { type: 'string', minLength: 1 },
+          kind: { enum: ['auto', 'rawmidi', 'serial'], default: 'auto' },
+          order: { enum: ['ones-tens', 'tens-ones'], default: 'ones-tens' },
+          channel: { type: 'integer', minimum: 0, maximum: 15, default: 0 }
+        }
+      }
+    },
+    upstream: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        url: { type: 'string', pattern: '^(mqtts?|wss?|tcp)://' },
+        username: { type: 'string' },
+        password: { type: 'string' },
+        client_id: { type: 'string' },
+        topic_prefix: { type: 'string', default: 'hr-relay/v1' },
+        queue_max: { type: 'integer', minimum: 1, default: 1000000, description: 'readings kept while the upstream is unreachable; the oldest are dropped past this' }
+      },
+      required: ['url']
+    }
+  }
+} as const

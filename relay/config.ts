@@ -1,0 +1,105 @@
+// Configuration: one JSON file validated against CONFIG_SCHEMA at start, with
+// every error reported by path, then environment overrides, then command-line
+// flags. Defaults are in the schema.
+import { readFile } from 'node:fs/promises'
+import { Ajv } from 'ajv'
+import { CONFIG_SCHEMA } from './config-schema.ts'
+
+export interface SerialPortConfig { path: string, baud_rate: number, format: 'framed' | 'text' | 'hrmi', device_id?: string, poll_interval_ms: number }
+export interface MidiConfig { path: string, username: string, kind: 'auto' | 'rawmidi' | 'serial', order: 'ones-tens' | 'tens-ones', channel: number }
+
+export interface Config {
+  data_dir: string
+  log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  demo: boolean
+  http: { host: string, port: number, public_url?: string, body_limit_bytes: number, rate_limit_per_second: number }
+  oauth: {
+    implicit_expires_in: number
+    code_expires_in: number
+    refresh_token_expires_in: number
+    client_credentials_expires_in: number
+    device_code_expires_in: number
+    manual_expires_in: number
+    authorization_code_ttl: number
+    device_session_ttl: number
+    device_poll_interval: number
+  }
+  data: { raw_retention_days: number, rollup_retention_days: number, stream_gap_seconds: number }
+  mqtt: { enabled: boolean, host?: string, port: number, websocket_path: string, max_packet_bytes: number, connect_timeout_ms: number, keepalive_limit_s: number }
+  ble: { enabled: boolean, adapter: string, allow: string[], connect_timeout_ms: number, gatt_timeout_ms: number, backoff_initial_ms: number, backoff_max_ms: number }
+  serial: SerialPortConfig[]
+  midi: MidiConfig[]
+  upstream?: { url: string, username?: string, password?: string, client_id?: string, topic_prefix: string, queue_max: number }
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor (source: string, problems: string[]) {
+    super(`invalid configuration in ${source}:\n${problems.map(p => `  - ${p}`).join('\n')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
+const validate = ajv.compile(CONFIG_SCHEMA)
+
+/** Validates a parsed configuration object, filling in defaults. */
+export function validateConfig (input: unknown, source = 'configuration'): Config {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new ConfigError(source, ['(root): must be a JSON object'])
+  const copy = structuredClone(input)
+  if (!validate(copy)) {
+    const problems = (validate.errors ?? []).map(e => {
+      const path = e.instancePath === '' ? '(root)' : e.instancePath.slice(1).replaceAll('/', '.')
+      const extra = e.keyword === 'additionalProperties' ? ` '${String((e.params as { additionalProperty: string }).additionalProperty)}'` : e.keyword === 'enum' ? ` (${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')})` : ''
+      return `${path}: ${e.message ?? 'is invalid'}${extra}`
+    })
+    throw new ConfigError(source, problems)
+  }
+  return copy as Config
+}
+
+/** Environment overrides (documented in the README). */
+export const ENV_OVERRIDES: Record<string, (c: Record<string, any>, v: string) => void> = {
+  HR_RELAY_DATA_DIR: (c, v) => { c.data_dir = v },
+  HR_RELAY_LOG_LEVEL: (c, v) => { c.log_level = v },
+  HR_RELAY_HTTP_HOST: (c, v) => { (c.http ??= {}).host = v },
+  HR_RELAY_HTTP_PORT: (c, v) => { (c.http ??= {}).port = Number(v) },
+  HR_RELAY_PUBLIC_URL: (c, v) => { (c.http ??= {}).public_url = v },
+  HR_RELAY_MQTT_PORT: (c, v) => { (c.mqtt ??= {}).port = Number(v) },
+  HR_RELAY_UPSTREAM_URL: (c, v) => { (c.upstream ??= {}).url = v },
+  HR_RELAY_BLE: (c, v) => { (c.ble ??= {}).enabled = v !== '0' && v !== 'false' }
+}
+
+export interface LoadOptions {
+  file?: string
+  env?: NodeJS.ProcessEnv
+  /** Command-line flags, applied last. */
+  overrides?: (raw: Record<string, any>) => void
+}
+
+export async function loadConfig (options: LoadOptions = {}): Promise<Config> {
+  let raw: Record<string, any> = {}
+  const source = options.file ?? 'configuration'
+  if (options.file !== undefined) {
+    let text: string
+    try {
+      text = await readFile(options.file, 'utf8')
+    } catch (err) {
+      throw new ConfigError(options.file, [`cannot read the file: ${(err as Error).message}`])
+    }
+    try {
+      raw = JSON.parse(text)
+    } catch (err) {
+      throw new ConfigError(options.file, [`not valid JSON: ${(err as Error).message}`])
+    }
+    if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(options.file, ['(root): must be a JSON object'])
+  }
+  const env = options.env ?? process.env
+  for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
+    const v = env[name]
+    if (v !== undefined && v !== '') apply(raw, v)
+  }
+  options.overrides?.(raw)
+  return validateConfig(raw, source)
+}

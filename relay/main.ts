@@ -1,0 +1,116 @@
+// The composition root: builds the store, services, HTTP API, broker, sources
+// and outputs from the validated configuration, starts them in order and
+// stops them in reverse. Constructors elsewhere do no I/O.
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import pino, { type Logger } from 'pino'
+import type { FastifyInstance } from 'fastify'
+import { Store } from '../api/store/db.ts'
+import { Users } from '../api/store/users.ts'
+import { Clients } from '../api/store/clients.ts'
+import { Tokens } from '../api/store/tokens.ts'
+import { digest, newToken } from '../api/store/secrets.ts'
+import { buildServer } from '../api/http/server.ts'
+import { apiFeatures } from '../api/http/features.ts'
+import type { HealthEntry, Services } from '../api/services.ts'
+import type { Config } from './config.ts'
+
+export interface RunningService {
+  config: Config
+  services: Services
+  app: FastifyInstance
+  /** e.g. http://127.0.0.1:8080 */
+  httpUrl: string
+  /** Path of the file the admin token is in. */
+  adminTokenFile: string
+  close (): Promise<void>
+}
+
+export interface ServerInfo { url: string, pid: number, mqtt_port: number | null, started_at: string }
+
+/** Reads the admin token file, creating it (mode 0600) on first start. */
+async function ensureAdminToken (dataDir: string): Promise<{ file: string, token: string }> {
+  const file = join(dataDir, 'admin-token')
+  try {
+    const token = (await readFile(file, 'utf8')).trim()
+    if (token.length >= 16) return { file, token }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+  }
+  const token = newToken()
+  await writeFile(file, token + '\n', { mode: 0o600 })
+  await chmod(file, 0o600)
+  return { file, token }
+}
+
+export function serverInfoFile (dataDir: string): string {
+  return join(dataDir, 'server.json')
+}
+
+export async function startService (config: Config, options: { logger?: Logger } = {}): Promise<RunningService> {
+  const log = options.logger ?? pino({ level: config.log_level, redact: ['req.headers.authorization', '*.password', '*.access_token', '*.refresh_token', '*.client_secret'] })
+  const dataDir = resolve(config.data_dir)
+  await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  const store = await Store.open(dataDir)
+  const stack: Array<() => Promise<void>> = [async () => { await store.close() }]
+  const closeAll = async (): Promise<void> => {
+    while (stack.length > 0) {
+      const step = stack.pop()
+      try { await step?.() } catch (err) { log.error({ err }, 'error while stopping') }
+    }
+  }
+
+  try {
+    const admin = await ensureAdminToken(dataDir)
+    const healthSources: Array<() => HealthEntry[]> = []
+    const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
+    const services: Services = {
+      store,
+      users: new Users(store),
+      clients: new Clients(store),
+      tokens: new Tokens(store),
+      log,
+      adminTokenDigest: digest(admin.token),
+      health: () => healthSources.flatMap(f => f()),
+      config: {
+        publicUrl,
+        rateLimitPerSecond: config.http.rate_limit_per_second,
+        lifetimes: {
+          implicit: config.oauth.implicit_expires_in,
+          authorization_code: config.oauth.code_expires_in,
+          refresh_token: config.oauth.refresh_token_expires_in,
+          client_credentials: config.oauth.client_credentials_expires_in,
+          device_code: config.oauth.device_code_expires_in,
+          manual: config.oauth.manual_expires_in,
+          code: config.oauth.authorization_code_ttl,
+          device_session: config.oauth.device_session_ttl,
+          device_interval: config.oauth.device_poll_interval
+        },
+        data: {
+          rawRetentionDays: config.data.raw_retention_days,
+          rollupRetentionDays: config.data.rollup_retention_days,
+          streamGapSeconds: config.data.stream_gap_seconds
+        }
+      }
+    }
+
+    const app = await buildServer(services, { bodyLimit: config.http.body_limit_bytes, features: apiFeatures })
+    stack.push(async () => { await app.close() })
+    await app.listen({ host: config.http.host, port: config.http.port })
+    const addr = app.server.address()
+    const port = typeof addr === 'object' && addr !== null ? addr.port : config.http.port
+    const host = config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host
+    const httpUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
+    if (config.http.public_url === undefined) services.config.publicUrl = httpUrl
+
+    const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: null, started_at: new Date().toISOString() }
+    await writeFile(serverInfoFile(dataDir), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
+    stack.push(async () => { await rm(serverInfoFile(dataDir), { force: true }) })
+
+    log.info({ url: httpUrl, data_dir: dataDir }, 'hr-relay ready')
+    return { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
+  } catch (err) {
+    await closeAll()
+    throw err
+  }
+}
