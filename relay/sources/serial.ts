@@ -8,11 +8,14 @@
 // (unplugged adapter), the source reports 'degraded' and reopens the same path
 // with exponential backoff and jitter, back to 'running' once open. stop()
 // closes the port, clears every timer and removes every listener it added.
+import { realpath } from 'node:fs/promises'
 import { SerialPort } from 'serialport'
 import pino from 'pino'
 import type { Source, SourceSink, SourceStatus } from './source.ts'
 import {
+  ANY_DELIMITER,
   BoundedLineSplitter,
+  LF_DELIMITER,
   hrmiPollCommand,
   parseLine,
   type SerialEvent,
@@ -35,6 +38,8 @@ export interface SerialSourceOptions {
   reopen?: BackoffOptions
   /** Readings handed to the sink and not yet settled before new ones are dropped. Default 64. */
   maxInFlight?: number
+  /** How often to check that the path still leads to the opened device. Default 1000 ms. */
+  presenceCheckMs?: number
   logger?: pino.Logger
 }
 
@@ -42,7 +47,8 @@ export const SERIAL_DEFAULTS = {
   baudRate: 115200,
   pollIntervalMs: 1000,
   maxLineLength: 256,
-  maxInFlight: 64
+  maxInFlight: 64,
+  presenceCheckMs: 1000
 } as const
 
 export class SerialSource implements Source {
@@ -61,6 +67,7 @@ export class SerialSource implements Source {
   private stopped = false
   private reopenTimer: NodeJS.Timeout | undefined
   private pollTimer: NodeJS.Timeout | undefined
+  private presenceTimer: NodeJS.Timeout | undefined
   private current: SourceStatus = { state: 'starting', connected: 0 }
   private readonly onAbort = (): void => { void this.stop() }
 
@@ -132,6 +139,27 @@ export class SerialSource implements Source {
     this.setStatus({ state: 'running', connected: 1 })
     this.log.info('serial port open')
     if (this.opts.format === 'hrmi') this.startPolling(port)
+    await this.watchPresence(port)
+  }
+
+  // serialport reports an unplug only when the hangup reaches a read parked in
+  // poll(). If the read is issued after the hangup, read(2) returns 0 and
+  // @serialport/bindings-cpp's unixRead retries for ever (bindings-cpp issue
+  // 162), so no 'close' comes. The watchdog catches that case: once the path
+  // no longer leads to the device that was opened (the USB node or the pty
+  // link is gone, or points elsewhere), it closes the port itself, which also
+  // ends that retry loop (a closed binding cancels the read).
+  private async watchPresence (port: SerialPort): Promise<void> {
+    const opened = await realpath(this.opts.path).catch(() => undefined)
+    if (this.port !== port) return
+    const check = (): void => {
+      realpath(this.opts.path).catch(() => undefined).then(now => {
+        if (this.port !== port || now === opened) return
+        this.log.warn({ opened, now }, 'serial device path changed or vanished; closing the port')
+        this.onPortClosed(port, new Error(now === undefined ? 'device path vanished' : 'device path now leads elsewhere'))
+      }, () => {})
+    }
+    this.presenceTimer = setInterval(check, this.opts.presenceCheckMs ?? SERIAL_DEFAULTS.presenceCheckMs)
   }
 
   private attachPort (port: SerialPort): void {
@@ -143,7 +171,11 @@ export class SerialSource implements Source {
     // its buffer without bound. BoundedLineSplitter (firmware-protocol) splits
     // the same way but drops a line once it passes maxLength and reports it
     // with 'overflow', so memory stays bounded whatever the device sends.
-    const splitter = new BoundedLineSplitter({ maxLength: this.opts.maxLineLength ?? SERIAL_DEFAULTS.maxLineLength })
+    // The HRMI ends its replies with a bare CR; the other formats with LF or CR LF.
+    const splitter = new BoundedLineSplitter({
+      maxLength: this.opts.maxLineLength ?? SERIAL_DEFAULTS.maxLineLength,
+      delimiter: this.opts.format === 'hrmi' ? ANY_DELIMITER : LF_DELIMITER
+    })
     splitter.on('data', (line: string) => this.onLine(line))
     splitter.on('overflow', () => this.drop('too_long'))
     splitter.on('error', (err: Error) => this.log.warn({ err }, 'line splitter error'))
@@ -157,6 +189,8 @@ export class SerialSource implements Source {
   private detachPort (): SerialPort | undefined {
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer)
     this.pollTimer = undefined
+    if (this.presenceTimer !== undefined) clearInterval(this.presenceTimer)
+    this.presenceTimer = undefined
     const port = this.port
     const splitter = this.splitter
     this.port = undefined
@@ -176,7 +210,9 @@ export class SerialSource implements Source {
   private onPortClosed (port: SerialPort, err: Error | null): void {
     if (this.port !== port || this.stopped) return
     this.detachPort()
-    port.removeAllListeners()
+    // Keep the no-op 'error' listener until the port is really closed.
+    if (port.isOpen) port.close(() => port.removeAllListeners())
+    else port.removeAllListeners()
     const reason = err !== null ? err.message : 'closed'
     this.log.warn({ err }, 'serial port went away')
     if (this.sighted) this.sight(false)

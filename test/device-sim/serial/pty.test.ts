@@ -45,13 +45,20 @@ t.test('unplug closes the relay end as a disconnect and removes the links; plug 
   const pair = await openPtyPair()
   t.teardown(() => pair.close())
   const relay = await openPort(pair.relayPath)
+  const dev = await openPort(pair.devicePath)
   const closed = new Promise<Error | null>(resolve => relay.once('close', resolve))
-  relay.on('data', () => {})
+  // Exchange a byte first so the relay's read is parked in poll() when the
+  // hangup comes (a read that starts after it spins on 0-byte reads:
+  // serialport/bindings-cpp issue 162; the serial source has a watchdog for that).
+  const first = readBytes(relay, 1)
+  dev.write('x')
+  t.equal((await first).toString(), 'x')
 
   await pair.unplug()
   const err = await closed
   t.equal((err as { disconnected?: boolean } | null)?.disconnected, true, 'serialport reports a disconnect')
   t.equal(pair.plugged, false)
+  await closePort(dev)
   await t.rejects(lstat(pair.relayPath), { code: 'ENOENT' }, 'relay link removed')
   await t.rejects(lstat(pair.devicePath), { code: 'ENOENT' }, 'device link removed')
 
