@@ -1,0 +1,107 @@
+// One connection to BlueZ through node-ble: the node-ble Bluetooth object,
+// its D-Bus connection with the error listener node-ble never adds, and
+// direct property reads (Get/GetAll) for what node-ble does not cover
+// (Adapter1.Powered, Device1 in one call, Battery1.Percentage).
+import * as dbus from 'dbus-next'
+import NodeBle from 'node-ble'
+import { BleError, bluezErrorName, describeError } from './errors.ts'
+import { withDeadline } from './timeout.ts'
+
+export type Props = Record<string, unknown>
+
+export class BluezSession {
+  readonly bluetooth: NodeBle.Bluetooth
+  readonly bus: dbus.MessageBus
+  /** Rejects with BleError('no_bluez') once the D-Bus connection fails. */
+  readonly broken: Promise<never>
+  private readonly destroyBus: () => void
+  private failure: unknown
+  private closed = false
+  private readonly onBusError: (err: unknown) => void
+
+  /**
+   * Opens the system bus named by DBUS_SYSTEM_BUS_ADDRESS (node-ble reads the
+   * environment itself). Does no call yet; a missing bus shows up as
+   * `broken` rejecting.
+   */
+  constructor (readonly callTimeoutMs: number) {
+    const { bluetooth, destroy } = NodeBle.createBluetooth()
+    this.bluetooth = bluetooth
+    this.destroyBus = destroy
+    this.bus = (bluetooth as unknown as { dbus: dbus.MessageBus }).dbus
+    let reject!: (err: unknown) => void
+    this.broken = new Promise<never>((_resolve, rej) => { reject = rej })
+    this.broken.catch(() => {})
+    const address = process.env.DBUS_SYSTEM_BUS_ADDRESS ?? 'unix:path=/var/run/dbus/system_bus_socket'
+    this.onBusError = (err: unknown) => {
+      if (this.failure !== undefined) return
+      this.failure = err
+      reject(new BleError('no_bluez', `${address}: ${describeError(err)}`, { cause: err }))
+    }
+    this.bus.on('error', this.onBusError)
+  }
+
+  get failed (): boolean { return this.failure !== undefined }
+
+  /** Races `promise` against the deadline, the bus failing and `signal`. */
+  async call<T> (promise: Promise<T>, what: string, signal?: AbortSignal, ms = this.callTimeoutMs): Promise<T> {
+    return await withDeadline(Promise.race([promise, this.broken]), ms, what, signal)
+  }
+
+  async getAll (path: string, iface: string, signal?: AbortSignal): Promise<Props> {
+    const reply = await this.call(this.bus.call(new dbus.Message({
+      destination: 'org.bluez',
+      path,
+      interface: 'org.freedesktop.DBus.Properties',
+      member: 'GetAll',
+      signature: 's',
+      body: [iface]
+    })), `GetAll ${iface} on ${path}`, signal)
+    const dict = (reply?.body[0] ?? {}) as Record<string, dbus.Variant>
+    const out: Props = {}
+    for (const [k, v] of Object.entries(dict)) out[k] = v.value
+    return out
+  }
+
+  async get (path: string, iface: string, name: string, signal?: AbortSignal): Promise<unknown> {
+    const reply = await this.call(this.bus.call(new dbus.Message({
+      destination: 'org.bluez',
+      path,
+      interface: 'org.freedesktop.DBus.Properties',
+      member: 'Get',
+      signature: 'ss',
+      body: [iface, name]
+    })), `Get ${iface}.${name} on ${path}`, signal)
+    return (reply?.body[0] as dbus.Variant | undefined)?.value
+  }
+
+  /** Battery1.Percentage, or undefined when BlueZ shows no battery for the device. */
+  async battery (path: string, signal?: AbortSignal): Promise<number | undefined> {
+    try {
+      const value = await this.get(path, 'org.bluez.Battery1', 'Percentage', signal)
+      return typeof value === 'number' ? value : undefined
+    } catch (err) {
+      if (bluezErrorName(err) !== undefined) return undefined
+      throw err
+    }
+  }
+
+  /**
+   * Ends the connection. The error listener stays on the discarded bus: a
+   * socket that is still connecting may report its failure after end(), and
+   * an 'error' event without a listener would crash the process.
+   */
+  close (): void {
+    if (this.closed) return
+    this.closed = true
+    this.bus.off('error', this.onBusError)
+    this.bus.on('error', () => {})
+    try { this.destroyBus() } catch { /* already gone */ }
+  }
+}
+
+export function adapterPath (adapter: string): string { return `/org/bluez/${adapter}` }
+
+export function devicePath (adapter: string, address: string): string {
+  return `/org/bluez/${adapter}/dev_${address.toUpperCase().replace(/:/g, '_')}`
+}
