@@ -1,6 +1,7 @@
 // BleSource against the BlueZ emulator over a real dbus-daemon, through node-ble.
 import t from 'tap'
 import { BleSource } from '../../../relay/sources/ble.ts'
+import type { Reading } from '../../../api/pipeline/reading.ts'
 import { FAST, RecordingSink, startBleWorld } from './ble-harness.ts'
 
 const A = 'AA:BB:CC:00:00:01'
@@ -27,7 +28,7 @@ t.test('three straps connect and deliver exactly the readings sent', async t => 
   t.equal(a.sendHeartRate({ heart_rate: 0, sensor_contact: 'not_detected' }), true)
   await sink.waitFor('four readings', () => sink.readings.length === 4)
 
-  const strip = (r: Record<string, unknown>): Record<string, unknown> => {
+  const strip = (r: Reading): Omit<Reading, 'measured_at'> => {
     const { measured_at: at, ...rest } = r
     t.type(at, 'number')
     return rest
