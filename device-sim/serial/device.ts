@@ -47,6 +47,8 @@ export class SerialDeviceSim {
   private beats = 0
   /** `G<n>` polls received (hrmi). */
   polls = 0
+  /** The first 4 KiB the relay wrote to the device (hrmi), byte for byte. */
+  received: Buffer = Buffer.alloc(0)
   private pollWaiters: Array<{ count: number, resolve: () => void }> = []
 
   constructor (options: SerialDeviceSimOptions) {
@@ -65,6 +67,9 @@ export class SerialDeviceSim {
     if (this.options.format === 'hrmi') {
       const splitter = new BoundedLineSplitter({ maxLength: 16, delimiter: ANY_DELIMITER })
       splitter.on('data', (line: string) => this.onCommand(line))
+      port.on('data', (chunk: Buffer) => {
+        if (this.received.length < 4096) this.received = Buffer.concat([this.received, chunk]).subarray(0, 4096)
+      })
       port.pipe(splitter)
       this.splitter = splitter
     }

@@ -6,6 +6,7 @@
 // write() never throws and never blocks the hub: out-of-range values are
 // skipped and counted, writes while the port is away are dropped and counted,
 // and the port is reopened with backoff. A missing path never crashes.
+import { EventEmitter } from 'node:events'
 import { open as openFile, type FileHandle } from 'node:fs/promises'
 import { constants as fsConstants } from 'node:fs'
 import { SerialPort } from 'serialport'
@@ -89,7 +90,8 @@ export function resolveMidiKind (path: string, kind: MidiKind = 'auto'): 'rawmid
   return path.startsWith('/dev/snd/') ? 'rawmidi' : 'serial'
 }
 
-export class MidiOutput {
+/** Emits 'status' (MidiOutputStatus) on every state change. */
+export class MidiOutput extends EventEmitter<{ status: [MidiOutputStatus] }> {
   readonly id: string
   private readonly path: string
   private readonly kind: 'rawmidi' | 'serial'
@@ -101,6 +103,8 @@ export class MidiOutput {
   private port: MidiPort | undefined
   private opening = false
   private pending = 0
+  /** Writes are chained so that messages reach the device in order. */
+  private tail: Promise<void> = Promise.resolve()
   private attempt = 0
   private reopenTimer: NodeJS.Timeout | undefined
   private signal: AbortSignal | undefined
@@ -108,6 +112,7 @@ export class MidiOutput {
   private current: MidiOutputStatus = { state: 'idle', written: 0, skipped_out_of_range: 0, dropped: 0 }
 
   constructor (opts: MidiOutputOptions) {
+    super()
     this.path = opts.path
     this.kind = resolveMidiKind(opts.path, opts.kind)
     this.order = opts.order ?? 'ones-tens'
@@ -146,12 +151,21 @@ export class MidiOutput {
       return
     }
     this.pending++
-    port.write(bytes).then(() => {
-      this.current.written++
-    }, (err: Error) => {
-      this.current.dropped++
-      this.portGone(port, err)
+    this.tail = this.tail.then(async () => {
+      if (this.port !== port) { this.current.dropped++; return }
+      try {
+        await port.write(bytes)
+        this.current.written++
+      } catch (err) {
+        this.current.dropped++
+        this.portGone(port, err as Error)
+      }
     }).finally(() => { this.pending-- })
+  }
+
+  /** Resolves when every write accepted so far has reached the device or been dropped. */
+  async flush (): Promise<void> {
+    await this.tail
   }
 
   status (): MidiOutputStatus {
@@ -165,6 +179,7 @@ export class MidiOutput {
     this.signal?.removeEventListener('abort', this.onAbort)
     if (this.reopenTimer !== undefined) clearTimeout(this.reopenTimer)
     this.reopenTimer = undefined
+    await this.tail
     const port = this.port
     this.port = undefined
     await port?.close().catch((err: Error) => this.log.warn({ err }, 'closing MIDI device failed'))
@@ -175,7 +190,10 @@ export class MidiOutput {
     this.current.state = state
     if (detail === undefined) delete this.current.detail
     else this.current.detail = detail
-    if (changed) this.log.info({ state, detail }, 'MIDI output state')
+    if (changed) {
+      this.log.info({ state, detail }, 'MIDI output state')
+      this.emit('status', this.status())
+    }
   }
 
   private async openOnce (): Promise<void> {
