@@ -6,7 +6,17 @@ import {
   HR_CONTROL_POINT_RESET_ENERGY, decodeBatteryLevel, encodeBatteryLevel
 } from '../../firmware-protocol/ble.ts'
 import { ProtocolError } from '../../firmware-protocol/errors.ts'
-import { hex, toHex } from './hex.ts'
+
+/** Hex such as '16 42 18 04' to bytes, and back. */
+function hex (text: string): Uint8Array {
+  const clean = text.replace(/\s+/g, '')
+  if (clean.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(clean)) throw new Error(`bad hex: ${text}`)
+  return Uint8Array.from(Buffer.from(clean, 'hex'))
+}
+
+function toHex (bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('hex').replace(/(..)(?=.)/g, '$1 ')
+}
 
 function code (fn: () => unknown): string {
   try {
