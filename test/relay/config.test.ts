@@ -1,0 +1,58 @@
+import t from 'tap'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ConfigError, loadConfig, validateConfig } from '../../relay/config.ts'
+
+t.test('defaults with no configuration', async t => {
+  const c = await loadConfig({ env: {} })
+  t.equal(c.data_dir, './data')
+  t.same(c.http, { host: '127.0.0.1', port: 8080, body_limit_bytes: 65536, rate_limit_per_second: 20 })
+  t.equal(c.mqtt.port, 1883)
+  t.equal(c.oauth.implicit_expires_in, 90000)
+  t.equal(c.oauth.code_expires_in, 3600)
+  t.equal(c.oauth.authorization_code_ttl, 600)
+  t.equal(c.data.raw_retention_days, 35)
+  t.equal(c.data.rollup_retention_days, 400)
+  t.equal(c.demo, true)
+  t.same(c.serial, [])
+  t.equal(c.upstream, undefined)
+})
+
+t.test('every error is reported with its path', async t => {
+  const err = (() => {
+    try {
+      validateConfig({ htttp: {}, http: { port: 70000, host: 5 }, serial: [{ format: 'morse' }], oauth: { authorization_code_ttl: 3600 } }, 'x.json')
+    } catch (e) { return e }
+    return null
+  })()
+  t.type(err, ConfigError)
+  const problems = (err as ConfigError).problems
+  t.ok(problems.includes("(root): must NOT have additional properties 'htttp'"), problems.join('\n'))
+  t.ok(problems.includes('http.port: must be <= 65535'))
+  t.ok(problems.includes('http.host: must be string'))
+  t.ok(problems.includes("serial.0: must have required property 'path'"))
+  t.ok(problems.includes('serial.0.format: must be equal to one of the allowed values (framed, text, hrmi)'))
+  t.ok(problems.includes('oauth.authorization_code_ttl: must be <= 600'))
+  t.match((err as Error).message, /^invalid configuration in x\.json:\n {2}- /)
+})
+
+t.test('files: unreadable, not JSON, not an object; environment and flags override', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'hr-config-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  await t.rejects(loadConfig({ file: join(dir, 'missing.json'), env: {} }), { name: 'ConfigError', message: /cannot read the file/ })
+  await writeFile(join(dir, 'bad.json'), '{ "http": ')
+  await t.rejects(loadConfig({ file: join(dir, 'bad.json'), env: {} }), { name: 'ConfigError', message: /not valid JSON/ })
+  await writeFile(join(dir, 'array.json'), '[1]')
+  await t.rejects(loadConfig({ file: join(dir, 'array.json'), env: {} }), { name: 'ConfigError', message: /must be a JSON object/ })
+  await writeFile(join(dir, 'ok.json'), JSON.stringify({ http: { port: 9000 }, data_dir: '/srv/a' }))
+  const c = await loadConfig({
+    file: join(dir, 'ok.json'),
+    env: { HR_RELAY_HTTP_PORT: '9100', HR_RELAY_DATA_DIR: '/srv/b', HR_RELAY_BLE: '0' },
+    overrides: raw => { raw.http.port = 9200 }
+  })
+  t.equal(c.http.port, 9200, 'flags win over the environment')
+  t.equal(c.data_dir, '/srv/b', 'environment wins over the file')
+  t.equal(c.ble.enabled, false)
+  await t.rejects(loadConfig({ env: { HR_RELAY_HTTP_PORT: 'eighty' } }), { name: 'ConfigError', message: /http\.port: must be integer/ })
+})
