@@ -109,6 +109,8 @@ export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
   location: number
   faults: StrapFaults = {}
   readonly controlPointWrites: Uint8Array[] = []
+  /** Connect() calls received, refused or not. */
+  connectCalls = 0
   connected = false
   servicesResolved = false
   /** Exported on the bus (discovered). */
@@ -188,6 +190,7 @@ export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
   // ---- D-Bus method bodies ----
 
   async handleConnect (): Promise<void> {
+    this.connectCalls++
     if (!this.host.powered()) throw bluezError('NotReady', 'Resource Not Ready')
     const { refuseConnect, refuseCount } = this.faults
     if (refuseConnect !== undefined && refuseConnect !== null && (refuseCount === undefined || refuseCount > 0)) {

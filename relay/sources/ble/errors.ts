@@ -56,6 +56,7 @@ export function describeError (err: unknown): string {
     const text = (err as { text?: unknown }).text
     return typeof text === 'string' && text !== '' ? `${name}: ${text}` : name
   }
+  if (err instanceof BleError) return err.message
   if (err instanceof Error) {
     const code = (err as NodeJS.ErrnoException).code
     return code !== undefined && !err.message.includes(code) ? `${code}: ${err.message}` : err.message
