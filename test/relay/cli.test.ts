@@ -48,7 +48,7 @@ t.test('start, admin subcommands with --json, a second server on the same direct
     await rm(dataDir, { recursive: true, force: true })
   })
   const url = await waitForServer(dataDir, server)
-  const health = await (await fetch(url + '/health')).json()
+  const health = await (await fetch(url + '/health')).json() as { status: string }
   t.equal(health.status, 'ok')
 
   const mode = (await stat(join(dataDir, 'admin-token'))).mode & 0o777
