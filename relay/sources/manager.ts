@@ -1,0 +1,98 @@
+// Builds the configured sources (BLE, serial) and connects each to the one
+// ingest pipeline through a SourceSink; reports their states for /health.
+import type { Logger } from 'pino'
+import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
+import type { HealthEntry } from '../../api/services.ts'
+import type { Config } from '../config.ts'
+import { BleSource } from './ble.ts'
+import { SerialSource } from './serial.ts'
+import type { DeviceSighting, Source, SourceSink, SourceStatus } from './source.ts'
+
+export interface SourceDeps {
+  ingest: Ingest
+  /** A device seen in range (paired or not), for the operator's pairing list. */
+  sighting: (d: DeviceSighting) => void
+  /** A dropped frame, line or packet, by reason (metrics). */
+  dropped: (reason: string) => void
+  /** A reading handed to the pipeline, by source (metrics). */
+  submitted?: (r: Reading, result: IngestResult) => void
+  /** Whether a device id is paired with a member (BLE connects paired straps only unless an allow-list is set). */
+  isPaired: (deviceId: string) => boolean
+  log: Logger
+}
+
+export function buildSources (config: Config, log: Logger, isPaired: (id: string) => boolean): Source[] {
+  const sources: Source[] = []
+  if (config.ble.enabled) {
+    sources.push(new BleSource({
+      adapter: config.ble.adapter,
+      allow: config.ble.allow.map(a => a.toUpperCase()),
+      shouldConnect: address => isPaired(address),
+      connectTimeoutMs: config.ble.connect_timeout_ms,
+      gattTimeoutMs: config.ble.gatt_timeout_ms,
+      backoff: { initialMs: config.ble.backoff_initial_ms, maxMs: config.ble.backoff_max_ms },
+      logger: log
+    }))
+  }
+  for (const port of config.serial) {
+    sources.push(new SerialSource({
+      path: port.path,
+      baudRate: port.baud_rate,
+      format: port.format,
+      ...(port.device_id === undefined ? {} : { deviceId: port.device_id }),
+      pollIntervalMs: port.poll_interval_ms,
+      logger: log
+    }))
+  }
+  return sources
+}
+
+export class SourceManager {
+  private readonly controller = new AbortController()
+  private readonly states = new Map<string, SourceStatus>()
+
+  constructor (private readonly sources: Source[], private readonly deps: SourceDeps) {}
+
+  private sinkFor (source: Source): SourceSink {
+    return {
+      reading: async r => {
+        const result = await this.deps.ingest.submit(r)
+        this.deps.submitted?.(r, result)
+        return result
+      },
+      status: s => { this.states.set(source.id, s) },
+      device: d => { this.deps.sighting(d) },
+      dropped: reason => { this.deps.dropped(reason) }
+    }
+  }
+
+  /** Starts every source; a source that fails to start is reported, never fatal for the others. */
+  async start (): Promise<void> {
+    await Promise.all(this.sources.map(async source => {
+      try {
+        await source.start(this.controller.signal, this.sinkFor(source))
+      } catch (err) {
+        this.states.set(source.id, { state: 'unavailable', detail: (err as Error).message })
+        this.deps.log.error({ source: source.id, err }, 'source failed to start')
+      }
+    }))
+  }
+
+  async stop (): Promise<void> {
+    this.controller.abort()
+    await Promise.all(this.sources.map(async s => { try { await s.stop() } catch (err) { this.deps.log.warn({ source: s.id, err }, 'error stopping source') } }))
+  }
+
+  health (): HealthEntry[] {
+    return this.sources.map(s => {
+      const st = this.states.get(s.id) ?? s.status()
+      return { id: s.id, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }), ...(st.connected === undefined ? {} : { connected: st.connected }) }
+    })
+  }
+
+  connected (): Record<string, number> {
+    const out: Record<string, number> = {}
+    for (const s of this.sources) out[s.id] = (this.states.get(s.id) ?? s.status()).connected ?? 0
+    return out
+  }
+}
