@@ -94,7 +94,7 @@ export class SerialSource implements Source {
     this.signal = signal
     if (signal.aborted) { await this.stop(); return }
     signal.addEventListener('abort', this.onAbort, { once: true })
-    this.setStatus({ state: 'starting', connected: 0 })
+    this.setStatus({ state: 'starting', connected: 0 }, true)
     await this.openOnce()
   }
 
@@ -302,8 +302,8 @@ export class SerialSource implements Source {
     })
   }
 
-  private setStatus (status: SourceStatus): void {
-    const changed = status.state !== this.current.state || status.detail !== this.current.detail
+  private setStatus (status: SourceStatus, always = false): void {
+    const changed = always || status.state !== this.current.state || status.detail !== this.current.detail
     this.current = status
     if (changed) this.sink?.status({ ...status })
   }
