@@ -145,6 +145,8 @@ export class BleSource implements Source {
       if (!this.unavailableLogged) {
         this.unavailableLogged = true
         this.log.error({ detail }, 'BLE unavailable; retrying quietly with backoff')
+      } else {
+        this.log.debug({ detail }, 'BlueZ still unreachable')
       }
       this.setState('unavailable', detail)
       return

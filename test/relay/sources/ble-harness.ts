@@ -50,15 +50,26 @@ export async function once (emitter: EventEmitter, event: string, what: string, 
 }
 
 /** A pino logger writing JSON lines into `lines`. */
-export function captureLogger (level: pino.Level = 'info'): { logger: pino.Logger, lines: Array<Record<string, unknown>> } {
+export function captureLogger (level: pino.Level = 'info'): { logger: pino.Logger, lines: Array<Record<string, unknown>>, waitForLines: (what: string, predicate: (lines: Array<Record<string, unknown>>) => boolean, ms?: number) => Promise<void> } {
   const lines: Array<Record<string, unknown>> = []
+  const events = new EventEmitter()
   const stream = new Writable({
     write (chunk: Buffer, _enc, cb) {
       for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line) as Record<string, unknown>)
+      events.emit('line')
       cb()
     }
   })
-  return { logger: pino({ level }, stream), lines }
+  const waitForLines = async (what: string, predicate: (l: typeof lines) => boolean, ms = 30_000): Promise<void> => {
+    if (predicate(lines)) return
+    await new Promise<void>((resolve, reject) => {
+      const check = (): void => { if (predicate(lines)) { done(); resolve() } }
+      const timer = setTimeout(() => { done(); reject(new Error(`timed out waiting for ${what}`)) }, ms)
+      const done = (): void => { clearTimeout(timer); events.off('line', check) }
+      events.on('line', check)
+    })
+  }
+  return { logger: pino({ level }, stream), lines, waitForLines }
 }
 
 export interface BleWorld {
@@ -68,7 +79,7 @@ export interface BleWorld {
   onTeardown (fn: () => Promise<void> | void): void
 }
 
-interface Teardownable { teardown (fn: () => Promise<void> | void): void }
+export interface Teardownable { teardown (fn: () => Promise<void> | void): void }
 
 /** Starts dbus-daemon + emulator, points node-ble at them, and tears all down in order. */
 export async function startBleWorld (t: Teardownable): Promise<BleWorld> {

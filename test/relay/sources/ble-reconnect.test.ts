@@ -3,12 +3,12 @@
 // over reconnects. Real node-ble, real dbus-daemon, emulated radio.
 import t from 'tap'
 import { BleSource } from '../../../relay/sources/ble.ts'
-import { captureLogger, FAST, once, RecordingSink, startBleWorld } from './ble-harness.ts'
+import { captureLogger, FAST, once, RecordingSink, startBleWorld, type Teardownable } from './ble-harness.ts'
 
 const A = 'AA:BB:CC:00:00:01'
 const B = 'AA:BB:CC:00:00:02'
 
-async function started (t: Parameters<Parameters<typeof t.test>[1]>[0], options: ConstructorParameters<typeof BleSource>[0] = {}) {
+async function started (t: Teardownable, options: ConstructorParameters<typeof BleSource>[0] = {}) {
   const world = await startBleWorld(t)
   const sink = new RecordingSink()
   const { logger, lines } = captureLogger('info')
