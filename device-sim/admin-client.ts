@@ -1,0 +1,109 @@
+// The simulator's client of hr-relay's admin API: creating simulated people
+// (users), pairing their devices, issuing tokens, creating a room. It talks
+// HTTP to a running service with the admin token, as `hr-relay admin` does;
+// the request shapes of `device` and `room` commands are taken from the
+// admin command table (relay/cli-admin.ts ADMIN_COMMANDS), so the simulator
+// follows whatever the service's own CLI sends.
+import { readFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { ADMIN_COMMANDS } from '../relay/cli-admin.ts'
+import { SimError } from './errors.ts'
+
+export interface DeviceCredentials { device_id: string, mqtt_username: string, mqtt_password: string }
+
+export class AdminHttpError extends SimError {
+  constructor (readonly status: number, readonly body: unknown, what: string) {
+    super('admin_failed', `${what}: HTTP ${status} ${typeof body === 'string' ? body : JSON.stringify(body)}`)
+  }
+}
+
+type Method = 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT'
+
+export class AdminClient {
+  constructor (readonly url: string, private readonly token: string) {}
+
+  /** From a data directory of a running service (server.json + admin-token). */
+  static async forDataDir (dataDir: string): Promise<AdminClient> {
+    const dir = resolve(dataDir)
+    let url: string
+    let token: string
+    try {
+      url = (JSON.parse(await readFile(join(dir, 'server.json'), 'utf8')) as { url: string }).url
+      token = (await readFile(join(dir, 'admin-token'), 'utf8')).trim()
+    } catch (err) {
+      throw new SimError('admin_failed', `no running hr-relay for data directory ${dir}: ${(err as Error).message}`, { cause: err })
+    }
+    return new AdminClient(url, token)
+  }
+
+  async request (method: Method, path: string, body?: unknown): Promise<{ status: number, body: any }> {
+    let res: Response
+    try {
+      res = await fetch(new URL(path, this.url), {
+        method,
+        headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      })
+    } catch (err) {
+      throw new SimError('admin_failed', `cannot reach ${this.url}: ${(err as Error).message}`, { cause: err })
+    }
+    const text = await res.text()
+    let parsed: unknown = text
+    try { parsed = text === '' ? undefined : JSON.parse(text) } catch { /* keep text */ }
+    return { status: res.status, body: parsed }
+  }
+
+  private async ok (method: Method, path: string, body: unknown, what: string): Promise<any> {
+    const r = await this.request(method, path, body)
+    if (r.status < 200 || r.status > 299) throw new AdminHttpError(r.status, r.body, what)
+    return r.body
+  }
+
+  /** True when the service's CLI has the admin command `words` (e.g. ['device', 'add']). */
+  static has (words: string[]): boolean {
+    return ADMIN_COMMANDS.some(c => c.words.join(' ') === words.join(' '))
+  }
+
+  /** Runs an admin command by its words, as `hr-relay admin <words> <args> --flags` would. */
+  async command (words: string[], args: string[], flags: Record<string, string | boolean | string[] | undefined> = {}): Promise<{ status: number, body: any }> {
+    const cmd = ADMIN_COMMANDS.find(c => c.words.join(' ') === words.join(' '))
+    if (cmd === undefined) throw new SimError('admin_failed', `this hr-relay has no admin command "${words.join(' ')}"`)
+    const req = cmd.request(args, flags)
+    return await this.request(req.method, req.path, req.body)
+  }
+
+  /** Creates the user, or finds the existing one; returns the profile id. */
+  async ensureUser (username: string, extra: Record<string, unknown> = {}): Promise<string> {
+    const created = await this.request('POST', '/admin/users', { username, password: `sim-${username}-password`, ...extra })
+    if (created.status === 201) return created.body.profile_id as string
+    if (created.status !== 409) throw new AdminHttpError(created.status, created.body, `create user ${username}`)
+    const list = await this.ok('GET', '/admin/users', undefined, 'list users')
+    const user = (list.users as Array<{ username: string, profile_id: string }>).find(u => u.username === username)
+    if (user === undefined) throw new SimError('admin_failed', `user ${username} exists but is not listed`)
+    return user.profile_id
+  }
+
+  async issueToken (username: string, scope: string): Promise<string> {
+    return (await this.ok('POST', '/admin/tokens', { username, scope }, `token for ${username}`)).access_token as string
+  }
+
+  /**
+   * Pairs `deviceId` with `username` and returns its MQTT credentials.
+   * An existing pairing is removed and added again when `replace` (its
+   * password is stored hashed and cannot be read back).
+   */
+  async addDevice (deviceId: string, username: string, replace = false): Promise<DeviceCredentials> {
+    let r = await this.command(['device', 'add'], [deviceId], { user: username, json: true })
+    if (r.status === 409 && replace) {
+      await this.removeDevice(deviceId)
+      r = await this.command(['device', 'add'], [deviceId], { user: username, json: true })
+    }
+    if (r.status < 200 || r.status > 299) throw new AdminHttpError(r.status, r.body, `device add ${deviceId}`)
+    return r.body as DeviceCredentials
+  }
+
+  async removeDevice (deviceId: string): Promise<void> {
+    const r = await this.command(['device', 'remove'], [deviceId], { json: true })
+    if ((r.status < 200 || r.status > 299) && r.status !== 404) throw new AdminHttpError(r.status, r.body, `device remove ${deviceId}`)
+  }
+}
