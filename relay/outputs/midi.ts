@@ -77,10 +77,12 @@ async function openSerialMidi (path: string, onGone: (err: Error) => void): Prom
       await new Promise<void>((resolve, reject) => port.drain(err => err ? reject(err) : resolve()))
     },
     async close () {
+      // A failed write is followed by an 'error' event on a later tick; the
+      // dropped port keeps a no-op listener so that it can never throw.
       port.off('close', onClose)
-      if (!port.isOpen) { port.off('error', onError); return }
-      await new Promise<void>(resolve => port.close(() => resolve()))
       port.off('error', onError)
+      port.on('error', () => {})
+      if (port.isOpen) await new Promise<void>(resolve => port.close(() => resolve()))
     }
   }
 }

@@ -51,6 +51,17 @@ export const SERIAL_DEFAULTS = {
   presenceCheckMs: 1000
 } as const
 
+/**
+ * Drops every listener this source put on a port it no longer uses, leaving
+ * one no-op 'error' listener: serialport can still emit 'error' on a later
+ * tick (a failed write, a failed close), and an 'error' with no listener
+ * would throw out of the event loop.
+ */
+function retire (port: SerialPort): void {
+  port.removeAllListeners()
+  port.on('error', () => {})
+}
+
 export class SerialSource implements Source {
   readonly id: string
   private readonly opts: SerialSourceOptions
@@ -108,9 +119,7 @@ export class SerialSource implements Source {
     if (port?.isOpen === true) {
       await new Promise<void>(resolve => port.close(() => resolve()))
     }
-    // The no-op 'error' listener stays until the port is closed, so a late
-    // error cannot become an uncaught exception; now it can go.
-    port?.removeAllListeners()
+    if (port !== undefined) retire(port)
     this.setStatus({ state: 'stopped', connected: 0 })
   }
 
@@ -125,13 +134,13 @@ export class SerialSource implements Source {
     try {
       await new Promise<void>((resolve, reject) => port.open(err => err ? reject(err) : resolve()))
     } catch (err) {
-      port.removeAllListeners()
+      retire(port)
       this.scheduleReopen(`cannot open ${path}: ${(err as Error).message}`)
       return
     }
     if (this.stopped) {
       await new Promise<void>(resolve => port.close(() => resolve()))
-      port.removeAllListeners()
+      retire(port)
       return
     }
     this.attachPort(port)
@@ -211,8 +220,8 @@ export class SerialSource implements Source {
     if (this.port !== port || this.stopped) return
     this.detachPort()
     // Keep the no-op 'error' listener until the port is really closed.
-    if (port.isOpen) port.close(() => port.removeAllListeners())
-    else port.removeAllListeners()
+    if (port.isOpen) port.close(() => retire(port))
+    else retire(port)
     const reason = err !== null ? err.message : 'closed'
     this.log.warn({ err }, 'serial port went away')
     if (this.sighted) this.sight(false)
