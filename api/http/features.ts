@@ -2,7 +2,9 @@
 // Each feature is one fastify plugin in its own file.
 import type { FastifyPluginAsync } from 'fastify'
 import { adminPlugin } from './admin.ts'
+import { oauthPlugin } from '../oauth/plugin.ts'
 
 export const apiFeatures: FastifyPluginAsync[] = [
-  adminPlugin
+  adminPlugin,
+  oauthPlugin
 ]

@@ -1,0 +1,144 @@
+// Authorization codes (spec 3.2) and device authorization sessions (spec 3.1,
+// RFC 8628). Only SHA-256 digests of codes, device codes and user codes are
+// stored. State changes are written with sync: true, and every change of one
+// code or session runs under an in-process lock for that key, so two
+// concurrent exchanges of one code cannot both succeed.
+import { randomInt } from 'node:crypto'
+import type { BatchOp, Store, Sub } from '../store/db.ts'
+import { digest, newId, newSecret } from '../store/secrets.ts'
+
+export interface CodeRecord {
+  client_id: string
+  redirect_uri: string
+  profile_id: string
+  scopes: string[]
+  /** S256 code challenge (RFC 7636), null when PKCE was not used. */
+  code_challenge: string | null
+  /** Token family the exchange issues into; a reuse revokes it. */
+  family: string
+  created_at: number
+  expires_at: number
+  used_at: number | null
+}
+
+export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'issued'
+
+export interface DeviceRecord {
+  client_id: string
+  scopes: string[]
+  user_code_digest: string
+  status: DeviceStatus
+  profile_id: string | null
+  created_at: number
+  expires_at: number
+  /** Seconds; grows by 5 on every slow_down (RFC 8628 3.5). */
+  interval: number
+  last_poll_at: number | null
+}
+
+/** RFC 8628 6.1: base-20 consonant alphabet, no vowels (no words), no look-alikes. */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ'
+export const USER_CODE_LENGTH = 8
+
+export function newUserCode (): string {
+  let s = ''
+  for (let i = 0; i < USER_CODE_LENGTH; i++) s += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)]
+  return s
+}
+
+/** XXXX-XXXX for display. */
+export function formatUserCode (code: string): string {
+  return `${code.slice(0, 4)}-${code.slice(4)}`
+}
+
+/** Uppercases and drops separators; null unless 8 letters of the alphabet remain. */
+export function normalizeUserCode (input: string): string | null {
+  if (typeof input !== 'string' || input.length > 32) return null
+  const s = input.toUpperCase().replace(/[\s-]/g, '')
+  if (s.length !== USER_CODE_LENGTH) return null
+  for (const ch of s) if (!USER_CODE_ALPHABET.includes(ch)) return null
+  return s
+}
+
+/** Runs tasks for one key one after another. */
+export class KeyedLock {
+  private readonly tails = new Map<string, Promise<unknown>>()
+
+  async run<T> (key: string, task: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve()
+    const next = prev.then(task, task)
+    const tail = next.catch(() => undefined)
+    this.tails.set(key, tail)
+    try {
+      return await next
+    } finally {
+      if (this.tails.get(key) === tail) this.tails.delete(key)
+    }
+  }
+}
+
+export class OAuthState {
+  readonly codes: Sub<CodeRecord>
+  readonly devices: Sub<DeviceRecord>
+  /** digest(user code) → digest(device code) */
+  readonly userCodes: Sub<string>
+  readonly lock = new KeyedLock()
+
+  constructor (readonly store: Store) {
+    this.codes = store.sub<CodeRecord>('oauth_codes')
+    this.devices = store.sub<DeviceRecord>('device_sessions')
+    this.userCodes = store.sub<string>('device_user_codes')
+  }
+
+  /** Stores a new authorization code and returns it (the only time it exists in clear). */
+  async createCode (input: Omit<CodeRecord, 'family' | 'created_at' | 'expires_at' | 'used_at'>, ttlSeconds: number, now = Date.now()): Promise<string> {
+    const code = newSecret(32)
+    const rec: CodeRecord = { ...input, family: newId(), created_at: now, expires_at: now + Math.min(ttlSeconds, 600) * 1000, used_at: null }
+    await this.store.batch([{ type: 'put', sublevel: this.codes, key: digest(code), value: rec }], { sync: true })
+    return code
+  }
+
+  async getCode (codeDigest: string): Promise<CodeRecord | undefined> {
+    return await this.codes.get(codeDigest)
+  }
+
+  /** The batch op that marks a code used (joined with the token writes). */
+  consumeOp (codeDigest: string, rec: CodeRecord, now = Date.now()): BatchOp {
+    return { type: 'put', sublevel: this.codes, key: codeDigest, value: { ...rec, used_at: now } }
+  }
+
+  async createDevice (input: { client_id: string, scopes: string[] }, ttlSeconds: number, interval: number, now = Date.now()): Promise<{ device_code: string, user_code: string }> {
+    const deviceCode = newSecret(32)
+    let userCode = newUserCode()
+    // 20^8 codes; a collision with a live session is rare, but never hand out one twice.
+    for (let i = 0; i < 5 && await this.userCodes.get(digest(userCode)) !== undefined; i++) userCode = newUserCode()
+    const rec: DeviceRecord = { client_id: input.client_id, scopes: input.scopes, user_code_digest: digest(userCode), status: 'pending', profile_id: null, created_at: now, expires_at: now + ttlSeconds * 1000, interval, last_poll_at: null }
+    const d = digest(deviceCode)
+    await this.store.batch([
+      { type: 'put', sublevel: this.devices, key: d, value: rec },
+      { type: 'put', sublevel: this.userCodes, key: rec.user_code_digest, value: d }
+    ], { sync: true })
+    return { device_code: deviceCode, user_code: userCode }
+  }
+
+  async getDevice (deviceDigest: string): Promise<DeviceRecord | undefined> {
+    return await this.devices.get(deviceDigest)
+  }
+
+  /** The device session a (normalized) user code belongs to. */
+  async deviceByUserCode (userCode: string): Promise<{ key: string, rec: DeviceRecord } | undefined> {
+    const key = await this.userCodes.get(digest(userCode))
+    if (key === undefined) return undefined
+    const rec = await this.devices.get(key)
+    return rec === undefined ? undefined : { key, rec }
+  }
+
+  putDeviceOp (deviceDigest: string, rec: DeviceRecord): BatchOp {
+    return { type: 'put', sublevel: this.devices, key: deviceDigest, value: rec }
+  }
+
+  /** Once decided, the user code stops working at /device. */
+  releaseUserCodeOp (rec: DeviceRecord): BatchOp {
+    return { type: 'del', sublevel: this.userCodes, key: rec.user_code_digest }
+  }
+}

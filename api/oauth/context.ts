@@ -1,0 +1,82 @@
+// What the OAuth route modules share: the code and device-session store, the
+// sign-in sessions, the attempt limiters, and the helpers pages use to
+// require a signed-in user and a valid anti-CSRF token.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Logger } from 'pino'
+import type { UserRecord } from '../store/users.ts'
+import { OAuthState } from './codes.ts'
+import { FormParams } from './form.ts'
+import { errorPage } from './pages.ts'
+import { AttemptLimiter } from './rate-limit.ts'
+import { Sessions, sharedSessions, type Session } from './session.ts'
+
+/** Client id recorded on tokens made on the manual-token page. */
+export const MANUAL_CLIENT_ID = 'hr-relay-manual'
+
+export interface OAuthContext {
+  app: FastifyInstance
+  state: OAuthState
+  sessions: Sessions
+  /** Wrong codes at /device: 5 per session and per address per minute. */
+  deviceAttempts: AttemptLimiter
+  /** Wrong passwords: 10 per address and per username per minute. */
+  signInAttempts: AttemptLimiter
+  log: Logger
+}
+
+export function createContext (app: FastifyInstance): OAuthContext {
+  return {
+    app,
+    state: new OAuthState(app.hr.store),
+    sessions: sharedSessions(app.hr, { secure: app.hr.config.publicUrl.startsWith('https:') }),
+    deviceAttempts: new AttemptLimiter(5, 60_000),
+    signInAttempts: new AttemptLimiter(10, 60_000),
+    log: app.hr.log.child({ component: 'oauth' })
+  }
+}
+
+/** A same-site path to return to after sign-in; anything else becomes /account (no open redirect). */
+export function safeReturnTo (value: string | undefined): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 4000) return '/account'
+  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return '/account'
+  if (/[\u0000-\u001f\u007f\\]/.test(value)) return '/account'
+  return value
+}
+
+export async function redirectToSignIn (reply: FastifyReply, returnTo: string): Promise<FastifyReply> {
+  return await reply.header('cache-control', 'no-store').redirect(`/signin?return_to=${encodeURIComponent(safeReturnTo(returnTo))}`, 303)
+}
+
+export interface SignedIn { session: Session, user: UserRecord }
+
+/**
+ * The signed-in user of a page request. When there is none, the reply is
+ * sent (a redirect to the sign-in page) and null is returned.
+ */
+export async function signedIn (ctx: OAuthContext, request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<SignedIn | null> {
+  const session = ctx.sessions.find(request)
+  if (session?.profile_id != null) {
+    const user = await ctx.app.hr.users.get(session.profile_id)
+    if (user !== undefined) return { session, user }
+  }
+  await redirectToSignIn(reply, returnTo)
+  return null
+}
+
+/** Checks the form's anti-CSRF token; on failure sends a 403 page and returns false. */
+export async function csrfOk (ctx: OAuthContext, request: FastifyRequest, reply: FastifyReply, form: FormParams): Promise<boolean> {
+  const session = ctx.sessions.find(request)
+  let given: string | undefined
+  try { given = form.get('csrf') } catch { given = undefined }
+  if (ctx.sessions.csrfValid(session, given)) return true
+  await errorPage(reply, 403, 'Request refused', 'The form has expired or did not come from this site. Go back, reload the page and try again.')
+  return false
+}
+
+/** The decoded form of a page POST; on bad input sends a 400 page and returns null. */
+export async function pageForm (request: FastifyRequest, reply: FastifyReply): Promise<FormParams | null> {
+  const body = request.body
+  if (body instanceof FormParams && body.error === null) return body
+  await errorPage(reply, 400, 'Bad request', body instanceof FormParams ? `The form could not be read: ${body.error ?? ''}.` : 'The form could not be read.')
+  return null
+}

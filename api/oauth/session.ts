@@ -1,0 +1,104 @@
+// Sign-in sessions of the server-rendered pages: a random id in an HttpOnly,
+// SameSite=Lax cookie, the session itself in memory (keyed by the id's
+// SHA-256 digest) with an expiry, and one anti-CSRF token per session that
+// every form carries and that is compared in constant time.
+// Sessions do not survive a restart: the user signs in again.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { digest, newSecret, safeEqual } from '../store/secrets.ts'
+import { parseCookies, serializeCookie } from './cookies.ts'
+
+export const SESSION_COOKIE = 'hr_session'
+
+export interface Session {
+  key: string
+  profile_id: string | null
+  csrf: string
+  expires_at: number
+}
+
+export interface SessionOptions {
+  /** Seconds a session lives (default 12 h). */
+  ttlSeconds?: number
+  /** Most sessions kept; the oldest go first (default 10000). */
+  max?: number
+  /** Set the Secure attribute (when the public URL is https). */
+  secure?: boolean
+  now?: () => number
+}
+
+export class Sessions {
+  private readonly map = new Map<string, Session>()
+  private readonly ttl: number
+  private readonly max: number
+  private readonly secure: boolean
+  private readonly now: () => number
+
+  constructor (options: SessionOptions = {}) {
+    this.ttl = (options.ttlSeconds ?? 12 * 3600) * 1000
+    this.max = options.max ?? 10_000
+    this.secure = options.secure ?? false
+    this.now = options.now ?? Date.now
+  }
+
+  get size (): number { return this.map.size }
+
+  /** The live session of this request, if any. */
+  find (request: FastifyRequest): Session | undefined {
+    const id = parseCookies(request.headers.cookie).get(SESSION_COOKIE)
+    if (id === undefined || id.length === 0 || id.length > 100) return undefined
+    const key = digest(id)
+    const s = this.map.get(key)
+    if (s === undefined) return undefined
+    if (s.expires_at <= this.now()) { this.map.delete(key); return undefined }
+    return s
+  }
+
+  /** The session of this request, creating an anonymous one (and its cookie) when there is none. */
+  ensure (request: FastifyRequest, reply: FastifyReply): Session {
+    return this.find(request) ?? this.start(reply, null)
+  }
+
+  /** A new session with a new id and CSRF token (also on sign-in, against session fixation). */
+  start (reply: FastifyReply, profileId: string | null, previous?: Session): Session {
+    if (previous !== undefined) this.map.delete(previous.key)
+    this.prune()
+    const id = newSecret(32)
+    const s: Session = { key: digest(id), profile_id: profileId, csrf: newSecret(32), expires_at: this.now() + this.ttl }
+    this.map.set(s.key, s)
+    reply.header('set-cookie', serializeCookie(SESSION_COOKIE, id, { maxAgeSeconds: this.ttl / 1000, secure: this.secure }))
+    return s
+  }
+
+  end (reply: FastifyReply, session: Session | undefined): void {
+    if (session !== undefined) this.map.delete(session.key)
+    reply.header('set-cookie', serializeCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, secure: this.secure }))
+  }
+
+  /** Constant-time check of a form's CSRF token against the session's. */
+  csrfValid (session: Session | undefined, given: string | undefined): boolean {
+    if (session === undefined || typeof given !== 'string' || given.length === 0) return false
+    return safeEqual(session.csrf, given)
+  }
+
+  private prune (): void {
+    const now = this.now()
+    for (const [k, s] of this.map) if (s.expires_at <= now) this.map.delete(k)
+    while (this.map.size >= this.max) {
+      const oldest = this.map.keys().next()
+      if (oldest.done === true) break
+      this.map.delete(oldest.value)
+    }
+  }
+}
+
+const shared = new WeakMap<object, Sessions>()
+
+/**
+ * The one Sessions of a server, keyed by its services object, so the OAuth
+ * pages and the web pages (api/web/) see the same sign-in (added for issue 6).
+ */
+export function sharedSessions (owner: object, options: SessionOptions = {}): Sessions {
+  let s = shared.get(owner)
+  if (s === undefined) { s = new Sessions(options); shared.set(owner, s) }
+  return s
+}

@@ -1,0 +1,56 @@
+// The sign-in and sign-out pages. A successful sign-in starts a new session
+// (new id, new CSRF token) so a session id planted before sign-in is useless.
+import type { FastifyInstance } from 'fastify'
+import { csrfOk, pageForm, safeReturnTo, type OAuthContext } from './context.ts'
+import { queryOf } from './form.ts'
+import { errorPage, sendPage, signInBody } from './pages.ts'
+
+export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
+  app.get('/signin', async (request, reply) => {
+    const q = queryOf(request)
+    let returnTo: string
+    try { returnTo = safeReturnTo(q.get('return_to')) } catch { returnTo = '/account' }
+    const existing = ctx.sessions.find(request)
+    if (existing?.profile_id != null) return await reply.header('cache-control', 'no-store').redirect(returnTo, 303)
+    const session = ctx.sessions.ensure(request, reply)
+    return await sendPage(reply, 200, 'Sign in', signInBody(session.csrf, returnTo))
+  })
+
+  app.post('/signin', async (request, reply) => {
+    const form = await pageForm(request, reply)
+    if (form === null) return reply
+    if (!await csrfOk(ctx, request, reply, form)) return reply
+    const session = ctx.sessions.find(request)
+    let username: string, password: string, returnTo: string
+    try {
+      username = form.get('username') ?? ''
+      password = form.get('password') ?? ''
+      returnTo = safeReturnTo(form.get('return_to'))
+    } catch {
+      return await errorPage(reply, 400, 'Bad request', 'A field of the form was given more than once.')
+    }
+    const keys = [`ip:${request.ip}`, `user:${username.toLowerCase()}`]
+    if (ctx.signInAttempts.blocked(keys)) {
+      return await errorPage(reply, 429, 'Too many attempts', 'Too many failed sign-in attempts. Wait a minute and try again.')
+    }
+    const user = username.length > 0 && username.length <= 100 && password.length > 0 && password.length <= 1024
+      ? await ctx.app.hr.users.authenticate(username, password)
+      : undefined
+    if (user === undefined) {
+      ctx.signInAttempts.fail(keys)
+      ctx.log.info({ ip: request.ip }, 'sign-in failed')
+      return await sendPage(reply, 401, 'Sign in', signInBody(session?.csrf ?? '', returnTo, 'Wrong username or password.'))
+    }
+    ctx.sessions.start(reply, user.profile_id, session)
+    ctx.log.info({ profile_id: user.profile_id }, 'signed in')
+    return await reply.header('cache-control', 'no-store').redirect(returnTo, 303)
+  })
+
+  app.post('/signout', async (request, reply) => {
+    const form = await pageForm(request, reply)
+    if (form === null) return reply
+    if (!await csrfOk(ctx, request, reply, form)) return reply
+    ctx.sessions.end(reply, ctx.sessions.find(request))
+    return await reply.redirect('/signin', 303)
+  })
+}
