@@ -1,0 +1,218 @@
+// The device registry: which user a device (BLE strap address, serial device
+// id, MQTT device id) belongs to, the MQTT credentials the operator issued for
+// it (scrypt hash only), and a live, bounded list of devices seen in range.
+// `load()` reads the pairings into memory once so that `ownerOf` (the
+// pipeline's owner resolution, on the hot path) does no I/O.
+import type { Store, Sub } from './db.ts'
+import { dummyVerify, hashSecret, newSecret, verifySecret } from './secrets.ts'
+import type { ReadingSource } from '../pipeline/reading.ts'
+
+export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'any'
+export const DEVICE_KINDS: readonly DeviceKind[] = ['ble', 'serial', 'mqtt', 'any']
+
+export interface DeviceRecord {
+  device_id: string
+  profile_id: string
+  kind: DeviceKind
+  name?: string
+  /** Present for kinds 'mqtt' and 'any'. */
+  mqtt_username?: string
+  mqtt_password_hash?: string
+  created_at: number
+}
+
+export interface NewDevice { device_id: string, profile_id: string, kind?: DeviceKind, name?: string }
+
+/** What `add` returns: the record and, once, the clear-text MQTT password. */
+export interface AddedDevice { device: DeviceRecord, mqtt_password: string | null }
+
+/** Live state of a device the relay has seen (paired or not); kept in memory only. */
+export interface DeviceState {
+  device_id: string
+  source: ReadingSource
+  name?: string
+  rssi?: number
+  battery_percent?: number
+  connected: boolean
+  seen_at: number
+  last_reading?: { heart_rate: number, measured_at: number }
+}
+
+export interface Sighting {
+  device_id: string
+  source: ReadingSource
+  name?: string
+  rssi?: number
+  battery_percent?: number
+  connected: boolean
+  seen_at: number
+}
+
+export class DeviceExistsError extends Error {
+  constructor (id: string) { super(`device ${id} is already paired`); this.name = 'DeviceExistsError' }
+}
+
+export class InvalidDeviceIdError extends Error {
+  constructor (id: string) { super(`device id ${JSON.stringify(id)} is not 1..64 of [A-Za-z0-9:_.-]`); this.name = 'InvalidDeviceIdError' }
+}
+
+const DEVICE_ID_RE = /^[A-Za-z0-9:_.-]{1,64}$/
+const MAC_RE = /^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$/
+/** Sightings kept at most (the oldest are forgotten first). */
+export const MAX_SIGHTINGS = 512
+
+/** BLE addresses compare case-insensitively (BlueZ reports them upper case); other ids are exact. */
+export function normalizeDeviceId (id: string): string {
+  return MAC_RE.test(id) ? id.toUpperCase() : id
+}
+
+export class Devices {
+  private readonly sub: Sub<DeviceRecord>
+  private readonly byId = new Map<string, DeviceRecord>()
+  private readonly byMqttUser = new Map<string, DeviceRecord>()
+  private readonly live = new Map<string, DeviceState>()
+  private readonly removedListeners = new Set<(device: DeviceRecord) => void>()
+  private loaded = false
+
+  constructor (private readonly store: Store) {
+    this.sub = store.sub('devices')
+  }
+
+  /** Reads every pairing into memory; call once before use. */
+  async load (): Promise<void> {
+    this.byId.clear()
+    this.byMqttUser.clear()
+    for await (const [, record] of this.sub.iterator()) this.index(record)
+    this.loaded = true
+  }
+
+  private index (record: DeviceRecord): void {
+    this.byId.set(record.device_id, record)
+    if (record.mqtt_username !== undefined) this.byMqttUser.set(record.mqtt_username, record)
+  }
+
+  private ensureLoaded (): void {
+    if (!this.loaded) throw new Error('Devices.load() must be called first')
+  }
+
+  /** Pairs a device with a user. MQTT credentials are issued for kinds 'mqtt' and 'any'. */
+  async add (input: NewDevice, now = Date.now()): Promise<AddedDevice> {
+    this.ensureLoaded()
+    if (!DEVICE_ID_RE.test(input.device_id)) throw new InvalidDeviceIdError(input.device_id)
+    const id = normalizeDeviceId(input.device_id)
+    if (this.byId.has(id)) throw new DeviceExistsError(id)
+    const kind = input.kind ?? 'any'
+    const record: DeviceRecord = { device_id: id, profile_id: input.profile_id, kind, created_at: now }
+    if (input.name !== undefined) record.name = input.name
+    let password: string | null = null
+    if (kind === 'mqtt' || kind === 'any') {
+      password = newSecret(24)
+      record.mqtt_username = id
+      record.mqtt_password_hash = await hashSecret(password)
+    }
+    // Checked again after the await: two concurrent adds of one id must not both win.
+    if (this.byId.has(id)) throw new DeviceExistsError(id)
+    this.index(record)
+    try {
+      await this.store.batch([{ type: 'put', sublevel: this.sub, key: id, value: record }], { sync: true })
+    } catch (err) {
+      this.byId.delete(id)
+      if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+      throw err
+    }
+    return { device: record, mqtt_password: password }
+  }
+
+  /** Unpairs a device; returns the removed record or undefined. Listeners hear about it (the broker disconnects it). */
+  async remove (deviceId: string): Promise<DeviceRecord | undefined> {
+    this.ensureLoaded()
+    const id = normalizeDeviceId(deviceId)
+    const record = this.byId.get(id)
+    if (record === undefined) return undefined
+    await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
+    this.byId.delete(id)
+    if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+    for (const fn of this.removedListeners) fn(record)
+    return record
+  }
+
+  /** Called with each removed pairing; returns the unsubscribe function. */
+  onRemoved (fn: (device: DeviceRecord) => void): () => void {
+    this.removedListeners.add(fn)
+    return () => { this.removedListeners.delete(fn) }
+  }
+
+  list (): DeviceRecord[] {
+    this.ensureLoaded()
+    return [...this.byId.values()].sort((a, b) => a.device_id < b.device_id ? -1 : a.device_id > b.device_id ? 1 : 0)
+  }
+
+  get (deviceId: string): DeviceRecord | undefined {
+    return this.byId.get(normalizeDeviceId(deviceId))
+  }
+
+  /**
+   * The owner of a device, from memory (no I/O). With `source`, a pairing of
+   * another kind does not match (a 'ble' pairing does not own MQTT readings).
+   */
+  ownerOf (deviceId: string, source?: ReadingSource): string | undefined {
+    const record = this.byId.get(normalizeDeviceId(deviceId))
+    if (record === undefined) return undefined
+    if (source !== undefined && record.kind !== 'any' && record.kind !== source) return undefined
+    return record.profile_id
+  }
+
+  /** Checks MQTT credentials in constant time; an unknown username costs the same scrypt as a known one. */
+  async verifyMqtt (username: string, password: string): Promise<DeviceRecord | undefined> {
+    const record = this.byMqttUser.get(username)
+    if (record?.mqtt_password_hash === undefined) {
+      await dummyVerify(password)
+      return undefined
+    }
+    const ok = await verifySecret(password, record.mqtt_password_hash)
+    // The pairing may have been removed while scrypt ran.
+    return ok && this.byMqttUser.get(username) === record ? record : undefined
+  }
+
+  /** A source saw a device (fed by `SourceSink.device` and by the broker). */
+  sighting (s: Sighting): void {
+    const id = normalizeDeviceId(s.device_id)
+    const prev = this.live.get(id)
+    const state: DeviceState = { ...prev, ...dropUndefined(s), device_id: id }
+    this.live.delete(id)
+    this.live.set(id, state)
+    while (this.live.size > MAX_SIGHTINGS) {
+      const oldest = this.live.keys().next().value
+      if (oldest === undefined) break
+      this.live.delete(oldest)
+    }
+  }
+
+  /** A device sent a reading (stored or not): remembered as its last reading. */
+  readingSeen (deviceId: string, source: ReadingSource, reading: { heart_rate: number, measured_at: number, battery_percent?: number }, now = Date.now()): void {
+    const id = normalizeDeviceId(deviceId)
+    const prev = this.live.get(id)
+    this.sighting({
+      device_id: id,
+      source,
+      connected: prev?.connected ?? true,
+      seen_at: now,
+      ...(reading.battery_percent === undefined ? {} : { battery_percent: reading.battery_percent })
+    })
+    const state = this.live.get(id)
+    if (state !== undefined) state.last_reading = { heart_rate: reading.heart_rate, measured_at: reading.measured_at }
+  }
+
+  stateOf (deviceId: string): DeviceState | undefined {
+    return this.live.get(normalizeDeviceId(deviceId))
+  }
+
+  /** Devices seen but not paired, most recently seen first. */
+  unpaired (): DeviceState[] {
+    return [...this.live.values()].filter(s => !this.byId.has(s.device_id)).sort((a, b) => b.seen_at - a.seen_at)
+  }
+}
+
+function dropUndefined<T extends object> (o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T
+}

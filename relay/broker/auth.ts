@@ -1,0 +1,228 @@
+// Who may connect, publish and subscribe on the embedded broker. Deny by
+// default. This is the one place aedes's callback hooks are adapted to
+// promises.
+//
+// - A device connects with the credentials `hr-relay admin device add` issued
+//   (username = its device id, a random password stored as a scrypt hash) and
+//   may publish only to `hr-relay/v1/devices/<its id>/heart_rate` and
+//   `.../status`. It may not subscribe.
+// - An app connects with any username and an access token as the password
+//   (scope data:heart_rate:read, a user token) and may subscribe only to
+//   `hr-relay/v1/users/<its profile_id>/heart_rate` and to the status topics
+//   of its user's devices, exactly: no wildcards, no `$SYS`. It may not
+//   publish.
+// - Anonymous connections are refused (CONNACK 5), wrong credentials get 4.
+//
+// Readings: `authorizePublish` decodes the payload and awaits
+// `ingest.submit(reading)` before calling back. aedes runs authorizePublish
+// before it writes PUBACK (lib/handlers/publish.js: publishActions =
+// [authorizePublish, enqueuePublish], and enqueuePublish writes PUBACK for
+// QoS 1), so a QoS 1 reading is acknowledged only after the pipeline stored
+// (or deliberately dropped) it. A payload that does not decode is dropped and
+// counted; for QoS 1 the connection is closed without PUBACK ([MQTT-3.3.5-2]
+// allows a server to refuse a PUBLISH only by closing the connection; an
+// acknowledgment would claim a reading was taken that was not). A QoS 0 bad
+// payload is dropped and counted without closing (QoS 0 has no answer).
+import type { Aedes, AuthenticateError, Client, PublishPacket, Subscription } from 'aedes'
+import type { Logger } from 'pino'
+import { decodeDevicePayload, parseDeviceTopic, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
+import { isProtocolError } from '../../firmware-protocol/errors.ts'
+import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
+import type { Devices } from '../../api/store/devices.ts'
+import { normalizeDeviceId } from '../../api/store/devices.ts'
+import type { Tokens } from '../../api/store/tokens.ts'
+import { GUID_RE } from '../../api/store/secrets.ts'
+
+export const READ_SCOPE = 'data:heart_rate:read'
+
+export type Principal =
+  | { kind: 'device', device_id: string, profile_id: string }
+  | { kind: 'app', profile_id: string, token_digest: string, expires_at: number }
+
+/** The subset of Metrics the broker reports to. */
+export interface BrokerMetrics {
+  dropped (reason: string): void
+}
+
+export interface AuthDeps {
+  devices: Devices
+  tokens: Tokens
+  ingest: Ingest
+  metrics?: BrokerMetrics
+  log: Logger
+  /** Called after each decoded device reading was handled by the pipeline. */
+  onReading?: (reading: Reading, result: IngestResult) => void
+  now?: () => number
+}
+
+export class MqttRefusal extends Error {
+  constructor (message: string, readonly reason: string) { super(message); this.name = 'MqttRefusal' }
+}
+
+function connackError (message: string, returnCode: 2 | 3 | 4 | 5): AuthenticateError {
+  const err = new Error(message) as AuthenticateError
+  err.returnCode = returnCode as AuthenticateError['returnCode']
+  return err
+}
+
+function samePrincipal (a: Principal, b: Principal): boolean {
+  if (a.kind === 'device' && b.kind === 'device') return a.device_id === b.device_id
+  if (a.kind === 'app' && b.kind === 'app') return a.profile_id === b.profile_id
+  return false
+}
+
+export class BrokerAuth {
+  private readonly principals = new WeakMap<Client, Principal>()
+  /** Apps' access tokens, kept in memory only to re-check revocation; never logged. */
+  private readonly secrets = new WeakMap<Client, string>()
+  private readonly now: () => number
+
+  constructor (private readonly deps: AuthDeps) {
+    this.now = deps.now ?? Date.now
+  }
+
+  principalOf (client: Client): Principal | undefined {
+    return this.principals.get(client)
+  }
+
+  /** Installs the hooks on an aedes instance. */
+  install (aedes: Aedes): void {
+    aedes.authenticate = (client, username, password, done) => {
+      this.authenticate(aedes, client, username, password).then(
+        principal => { this.principals.set(client, principal); done(null, true) },
+        (err: AuthenticateError) => { done(err, false) })
+    }
+    aedes.authorizePublish = (client, packet, done) => {
+      this.authorizePublish(client, packet).then(() => { done(null) }, (err: Error) => { done(err) })
+    }
+    aedes.authorizeSubscribe = (client, sub, done) => {
+      this.authorizeSubscribe(client, sub).then(s => { done(null, s) }, () => { done(null, null) })
+    }
+    aedes.authorizeForward = (client, packet) => this.authorizeForward(client, packet.topic) ? packet : null
+  }
+
+  async authenticate (aedes: Aedes, client: Client, username: string | undefined, password: Buffer | undefined): Promise<Principal> {
+    const log = this.deps.log
+    if (username === undefined || password === undefined || password.length === 0) {
+      log.info({ client_id: client.id }, 'anonymous MQTT connection refused')
+      throw connackError('anonymous connections are not allowed', 5)
+    }
+    if (password.length > 512) throw connackError('bad user name or password', 4)
+    const secret = password.toString('utf8')
+    let principal: Principal
+    if (GUID_RE.test(secret)) {
+      const found = await this.deps.tokens.lookup(secret, this.now())
+      if (!found.ok) {
+        log.info({ client_id: client.id, reason: found.reason }, 'MQTT app token refused')
+        throw connackError('bad user name or password', 4)
+      }
+      if (found.token.profile_id === null || !found.token.scopes.includes(READ_SCOPE)) {
+        log.info({ client_id: client.id }, `MQTT app token without ${READ_SCOPE} or without a user refused`)
+        throw connackError('not authorized', 5)
+      }
+      principal = { kind: 'app', profile_id: found.token.profile_id, token_digest: found.digest, expires_at: found.token.expires_at }
+      this.secrets.set(client, secret)
+    } else {
+      const device = await this.deps.devices.verifyMqtt(username, secret)
+      if (device === undefined) {
+        log.info({ client_id: client.id, username }, 'MQTT device credentials refused')
+        throw connackError('bad user name or password', 4)
+      }
+      principal = { kind: 'device', device_id: device.device_id, profile_id: device.profile_id }
+    }
+    // A client id in use by someone else would take over (and disconnect) their session.
+    const existing = (aedes as unknown as { clients: Record<string, Client | undefined> }).clients[client.id]
+    const holder = existing === undefined || existing === client ? undefined : this.principals.get(existing)
+    if (holder !== undefined && !samePrincipal(holder, principal)) {
+      log.info({ client_id: client.id }, 'MQTT client id in use by another principal refused')
+      throw connackError('identifier rejected', 2)
+    }
+    return principal
+  }
+
+  private refuse (reason: string, message: string): MqttRefusal {
+    this.deps.metrics?.dropped(reason)
+    return new MqttRefusal(message, reason)
+  }
+
+  async authorizePublish (client: Client | null, packet: PublishPacket): Promise<void> {
+    // null: a stale will of a client that is gone; refused.
+    if (client === null) throw this.refuse('mqtt_unauthorized_publish', 'publish without a client')
+    const principal = this.principals.get(client)
+    if (principal === undefined || principal.kind !== 'device') throw this.refuse('mqtt_unauthorized_publish', 'only devices may publish')
+    const topic = parseDeviceTopic(packet.topic)
+    if (topic === null || normalizeDeviceId(topic.device_id) !== principal.device_id) {
+      this.deps.log.warn({ device_id: principal.device_id, topic: packet.topic.slice(0, 200) }, 'MQTT publish to a foreign topic refused; closing the connection')
+      throw this.refuse('mqtt_unauthorized_publish', `device ${principal.device_id} may not publish to ${packet.topic}`)
+    }
+    if (topic.kind === 'status') {
+      const text = Buffer.from(packet.payload).toString('utf8')
+      if (text !== STATUS_ONLINE && text !== STATUS_OFFLINE) throw this.refuse('mqtt_bad_status', `status must be ${STATUS_ONLINE} or ${STATUS_OFFLINE}`)
+      return
+    }
+    // A reading is never retained, and never accepted as a last will.
+    packet.retain = false
+    if (client.closed) throw this.refuse('mqtt_will_reading', 'a reading cannot be a last will')
+    let payload
+    try {
+      payload = decodeDevicePayload(typeof packet.payload === 'string' ? packet.payload : new Uint8Array(packet.payload))
+    } catch (err) {
+      if (!isProtocolError(err)) throw err
+      this.deps.metrics?.dropped(`mqtt_${err.code}`)
+      this.deps.log.warn({ device_id: principal.device_id, code: err.code, detail: err.message.slice(0, 200), qos: packet.qos }, 'MQTT payload dropped')
+      if (packet.qos === 0) return
+      throw new MqttRefusal(`bad payload: ${err.message}`, `mqtt_${err.code}`)
+    }
+    const reading: Reading = { device_id: principal.device_id, source: 'mqtt', ...payload }
+    let result: IngestResult
+    try {
+      result = await this.deps.ingest.submit(reading)
+    } catch (err) {
+      // Not stored: no PUBACK; the device resends after it reconnects.
+      this.deps.log.error({ err, device_id: principal.device_id }, 'ingest failed; closing the connection without PUBACK')
+      throw new MqttRefusal('ingest failed', 'ingest_error')
+    }
+    this.deps.onReading?.(reading, result)
+  }
+
+  async authorizeSubscribe (client: Client, sub: Subscription): Promise<Subscription | null> {
+    const principal = this.principals.get(client)
+    if (principal?.kind !== 'app') return null
+    // Exact topics only: '+', '#' and '$SYS/...' never equal one of them.
+    if (!this.appMayRead(principal.profile_id, sub.topic)) {
+      this.deps.log.info({ client_id: client.id, topic: sub.topic.slice(0, 200) }, 'MQTT subscription refused')
+      return null
+    }
+    if (!await this.stillValid(client)) return null
+    return { ...sub, qos: Math.min(sub.qos, 1) as 0 | 1 }
+  }
+
+  /** Delivery check (synchronous in aedes): only the app's own user topic, only while its token is valid. */
+  authorizeForward (client: Client, topic: string): boolean {
+    const principal = this.principals.get(client)
+    if (principal?.kind !== 'app') return false
+    if (principal.expires_at <= this.now()) {
+      client.close()
+      return false
+    }
+    return this.appMayRead(principal.profile_id, topic)
+  }
+
+  /** An app reads its user's reading topic and the status topics of that user's devices. */
+  private appMayRead (profileId: string, topic: string): boolean {
+    if (topic === userHeartRateTopic(profileId)) return true
+    const device = parseDeviceTopic(topic)
+    return device !== null && device.kind === 'status' && this.deps.devices.ownerOf(device.device_id) === profileId
+  }
+
+  /** Drops an app whose token was revoked or expired; used by the broker's periodic check. */
+  async stillValid (client: Client): Promise<boolean> {
+    const principal = this.principals.get(client)
+    if (principal?.kind !== 'app') return true
+    if (principal.expires_at <= this.now()) return false
+    const token = this.secrets.get(client)
+    if (token === undefined) return false
+    const found = await this.deps.tokens.lookup(token, this.now())
+    return found.ok && found.digest === principal.token_digest
+  }
+}

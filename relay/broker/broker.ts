@@ -1,0 +1,230 @@
+// The embedded MQTT broker (aedes 1.x) on a TCP port, and the entry point for
+// MQTT over WebSocket (websocket.ts). Every connection passes the byte limit
+// (limits.ts) before aedes sees it; auth.ts decides who may do what. The
+// broker publishes each device's availability (retained `online`/`offline`)
+// and each stored reading on the owner's user topic for local consumers.
+import { createServer, type Server, type Socket } from 'node:net'
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { Aedes, type Client } from 'aedes'
+import type { Logger } from 'pino'
+import { deviceStatusTopic, encodeUserReading, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
+import type { Ingest, IngestResult, Reading, StoredReading } from '../../api/pipeline/reading.ts'
+import type { Devices } from '../../api/store/devices.ts'
+import type { Tokens } from '../../api/store/tokens.ts'
+import type { HealthEntry } from '../../api/services.ts'
+import { BrokerAuth, type BrokerMetrics } from './auth.ts'
+import { limitStream } from './limits.ts'
+
+export interface BrokerConfig {
+  host: string
+  port: number
+  maxPacketBytes: number
+  connectTimeoutMs: number
+  /** Largest keepalive a client may ask for (s); 0 = no limit. With a limit, keepalive 0 (never idle-checked) is refused. */
+  keepaliveLimitS: number
+}
+
+export interface BrokerMetricsSink extends BrokerMetrics {
+  setBrokerClients (kind: 'device' | 'app', n: number): void
+}
+
+/** Stored readings, fanned out by the live hub. */
+export interface ReadingFeed {
+  subscribeAll (fn: (reading: StoredReading) => void): () => void
+}
+
+export interface BrokerDeps {
+  devices: Devices
+  tokens: Tokens
+  ingest: Ingest
+  log: Logger
+  metrics?: BrokerMetricsSink
+  /** When given, each stored reading is published on its owner's user topic. */
+  readings?: ReadingFeed
+  /** How often app tokens are re-checked for revocation (ms). */
+  revalidateMs?: number
+}
+
+export class MqttBroker {
+  readonly id = 'mqtt'
+  private aedes: Aedes | null = null
+  private server: Server | null = null
+  private readonly auth: BrokerAuth
+  private readonly conns = new Set<Duplex>()
+  private readonly cleanups: Array<() => void> = []
+  private readonly deviceClients = new Map<string, Set<Client>>()
+  private appClients = new Set<Client>()
+  private listenPort: number | null = null
+  private state: HealthEntry = { id: 'mqtt', state: 'stopped' }
+  private readonly log: Logger
+
+  constructor (private readonly config: BrokerConfig, private readonly deps: BrokerDeps) {
+    this.log = deps.log.child({ component: 'mqtt' })
+    this.auth = new BrokerAuth({
+      devices: deps.devices,
+      tokens: deps.tokens,
+      ingest: deps.ingest,
+      log: this.log,
+      ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
+      onReading: (reading, result) => { this.readingHandled(reading, result) }
+    })
+  }
+
+  /** The TCP port the broker listens on (after start). */
+  get port (): number | null { return this.listenPort }
+
+  async start (): Promise<void> {
+    this.state = { id: 'mqtt', state: 'starting' }
+    const aedes = await Aedes.createBroker({
+      connectTimeout: this.config.connectTimeoutMs,
+      keepaliveLimit: this.config.keepaliveLimitS,
+      drainTimeout: 30_000,
+      // $SYS stays closed to clients (auth.ts); no need to publish a heartbeat often.
+      heartbeatInterval: 3_600_000
+    })
+    this.aedes = aedes
+    this.auth.install(aedes)
+    const onReady = (client: Client): void => { this.clientReady(client) }
+    const onGone = (client: Client): void => { this.clientGone(client) }
+    const onError = (client: Client, err: Error): void => { this.log.debug({ client_id: client?.id, err: err.message }, 'MQTT client error') }
+    aedes.on('clientReady', onReady)
+    aedes.on('clientDisconnect', onGone)
+    aedes.on('clientError', onError)
+    aedes.on('connectionError', onError)
+    this.cleanups.push(() => {
+      aedes.off('clientReady', onReady)
+      aedes.off('clientDisconnect', onGone)
+      aedes.off('clientError', onError)
+      aedes.off('connectionError', onError)
+    })
+    this.cleanups.push(this.deps.devices.onRemoved(device => {
+      for (const client of this.deviceClients.get(device.device_id) ?? []) client.close()
+    }))
+    if (this.deps.readings !== undefined) this.cleanups.push(this.deps.readings.subscribeAll(r => { this.publishReading(r) }))
+    const revalidate = setInterval(() => { void this.revalidateApps() }, this.deps.revalidateMs ?? 30_000)
+    revalidate.unref()
+    this.cleanups.push(() => { clearInterval(revalidate) })
+
+    const server = createServer(socket => { this.handle(socket) })
+    this.server = server
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen({ host: this.config.host, port: this.config.port }, () => { server.off('error', reject); resolve() })
+    })
+    server.on('error', err => { this.log.error({ err }, 'MQTT listener error') })
+    const addr = server.address()
+    this.listenPort = typeof addr === 'object' && addr !== null ? addr.port : this.config.port
+    this.state = { id: 'mqtt', state: 'running', detail: `listening on ${this.config.host}:${this.listenPort}`, connected: 0 }
+    this.log.info({ host: this.config.host, port: this.listenPort }, 'MQTT broker listening')
+  }
+
+  /** Hands one connection (a TCP socket or a WebSocket stream) to aedes behind the byte limit. */
+  handle (stream: Duplex, req?: IncomingMessage): void {
+    const aedes = this.aedes
+    if (aedes === null || aedes.closed) { stream.destroy(); return }
+    if (stream.listenerCount('error') === 0) stream.on('error', () => { /* reported through the limited stream */ })
+    const limited = limitStream(stream, this.config.maxPacketBytes, err => {
+      this.deps.metrics?.dropped('mqtt_packet_too_large')
+      this.log.warn({ remote: (stream as Socket).remoteAddress, err: err.message }, 'MQTT connection closed: packet above the byte limit')
+    })
+    this.conns.add(limited)
+    limited.once('close', () => { this.conns.delete(limited) })
+    aedes.handle(limited, req)
+  }
+
+  /** Publishes a stored reading on `hr-relay/v1/users/<profile_id>/heart_rate` (QoS 0, not retained). */
+  publishReading (r: StoredReading): void {
+    const aedes = this.aedes
+    if (aedes === null || aedes.closed) return
+    let topic: string
+    try { topic = userHeartRateTopic(r.profile_id) } catch { return }
+    aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(encodeUserReading(r)), qos: 0, retain: false, dup: false }, err => {
+      if (err !== undefined && err !== null) this.log.debug({ err }, 'user topic publish failed')
+    })
+  }
+
+  private readingHandled (reading: Reading, result: IngestResult): void {
+    if (reading.device_id === undefined) return
+    this.deps.devices.readingSeen(reading.device_id, 'mqtt', reading)
+  }
+
+  private publishStatus (deviceId: string, status: string): void {
+    const aedes = this.aedes
+    if (aedes === null || aedes.closed) return
+    aedes.publish({ cmd: 'publish', topic: deviceStatusTopic(deviceId), payload: Buffer.from(status), qos: 1, retain: true, dup: false }, err => {
+      if (err !== undefined && err !== null) this.log.debug({ err }, 'status publish failed')
+    })
+  }
+
+  private clientReady (client: Client): void {
+    const principal = this.auth.principalOf(client)
+    if (principal === undefined) return
+    if (principal.kind === 'device') {
+      let set = this.deviceClients.get(principal.device_id)
+      if (set === undefined) { set = new Set(); this.deviceClients.set(principal.device_id, set) }
+      set.add(client)
+      this.deps.devices.sighting({ device_id: principal.device_id, source: 'mqtt', connected: true, seen_at: Date.now() })
+      this.publishStatus(principal.device_id, STATUS_ONLINE)
+      this.log.info({ device_id: principal.device_id, client_id: client.id }, 'MQTT device connected')
+    } else {
+      this.appClients.add(client)
+      this.log.info({ profile_id: principal.profile_id, client_id: client.id }, 'MQTT app connected')
+    }
+    this.countClients()
+  }
+
+  private clientGone (client: Client): void {
+    const principal = this.auth.principalOf(client)
+    if (principal === undefined) return
+    if (principal.kind === 'device') {
+      const set = this.deviceClients.get(principal.device_id)
+      if (set?.delete(client) === true && set.size === 0) {
+        this.deviceClients.delete(principal.device_id)
+        this.deps.devices.sighting({ device_id: principal.device_id, source: 'mqtt', connected: false, seen_at: Date.now() })
+        this.publishStatus(principal.device_id, STATUS_OFFLINE)
+        this.log.info({ device_id: principal.device_id }, 'MQTT device disconnected')
+      }
+    } else {
+      this.appClients.delete(client)
+    }
+    this.countClients()
+  }
+
+  private countClients (): void {
+    let devices = 0
+    for (const set of this.deviceClients.values()) devices += set.size
+    this.deps.metrics?.setBrokerClients('device', devices)
+    this.deps.metrics?.setBrokerClients('app', this.appClients.size)
+    if (this.state.state === 'running') this.state = { ...this.state, connected: devices }
+  }
+
+  private async revalidateApps (): Promise<void> {
+    for (const client of [...this.appClients]) {
+      const ok = await this.auth.stillValid(client).catch(() => true)
+      if (!ok) {
+        this.log.info({ client_id: client.id }, 'MQTT app token no longer valid; disconnecting')
+        client.close()
+      }
+    }
+  }
+
+  health (): HealthEntry {
+    return { ...this.state }
+  }
+
+  async stop (): Promise<void> {
+    for (const fn of this.cleanups.splice(0)) fn()
+    const server = this.server
+    const aedes = this.aedes
+    this.server = null
+    const closed = server === null ? Promise.resolve() : new Promise<void>(resolve => { server.close(() => { resolve() }) })
+    if (aedes !== null) await new Promise<void>(resolve => { aedes.close(() => { resolve() }) })
+    for (const conn of this.conns) conn.destroy()
+    this.conns.clear()
+    await closed
+    this.deviceClients.clear()
+    this.appClients = new Set()
+    this.state = { id: 'mqtt', state: 'stopped' }
+  }
+}

@@ -1,0 +1,64 @@
+// Prometheus metrics (prom-client) and the GET /metrics route. One registry
+// per running service (not prom-client's global one), so that two services in
+// one process (tests) do not share counters. Other components call the small
+// `Metrics` methods; only this file knows about prom-client.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { FastifyInstance } from 'fastify'
+
+/** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+export class Metrics {
+  readonly registry = new Registry()
+  private readonly readings: Counter<'source'>
+  private readonly drops: Counter<'reason'>
+  private readonly connected: Gauge<'source'>
+  private readonly brokerClientsGauge: Gauge<'kind'>
+  private readonly wsClients: Gauge
+  private readonly ingestLatency: Histogram
+  private readonly upstreamQueue: Gauge
+  private readonly upstreamSent: Counter
+  private readonly upstreamDropped: Counter
+
+  constructor (options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry]
+    this.readings = new Counter({ name: 'hr_relay_readings_stored_total', help: 'Readings stored, by source', labelNames: ['source'], registers })
+    this.drops = new Counter({ name: 'hr_relay_dropped_total', help: 'Readings, frames, lines and packets dropped, by reason', labelNames: ['reason'], registers })
+    this.connected = new Gauge({ name: 'hr_relay_connected_devices', help: 'Devices currently connected, by source (ble: connected straps)', labelNames: ['source'], registers })
+    this.brokerClientsGauge = new Gauge({ name: 'hr_relay_mqtt_clients', help: 'Clients connected to the embedded MQTT broker, by kind (device, app)', labelNames: ['kind'], registers })
+    this.wsClients = new Gauge({ name: 'hr_relay_websocket_clients', help: 'Open API WebSocket connections (real-time streams)', registers })
+    this.ingestLatency = new Histogram({ name: 'hr_relay_ingest_latency_seconds', help: 'Time from submit to durable write (or drop) in the ingest pipeline', buckets: LATENCY_BUCKETS, registers })
+    this.upstreamQueue = new Gauge({ name: 'hr_relay_upstream_queue_length', help: 'Readings waiting in the upstream store-and-forward queue', registers })
+    this.upstreamSent = new Counter({ name: 'hr_relay_upstream_sent_total', help: 'Readings acknowledged by the upstream broker (PUBACK)', registers })
+    this.upstreamDropped = new Counter({ name: 'hr_relay_upstream_dropped_total', help: 'Readings dropped from a full upstream queue (oldest first)', registers })
+    this.brokerClientsGauge.set({ kind: 'device' }, 0)
+    this.brokerClientsGauge.set({ kind: 'app' }, 0)
+    this.wsClients.set(0)
+    if (options.defaultMetrics === true) collectDefaultMetrics({ register: this.registry, prefix: 'hr_relay_process_' })
+  }
+
+  readingStored (source: string): void { this.readings.inc({ source }) }
+  dropped (reason: string): void { this.drops.inc({ reason }) }
+  setConnected (source: string, n: number): void { this.connected.set({ source }, n) }
+  observeIngestLatency (seconds: number): void { this.ingestLatency.observe(seconds) }
+  setWebSocketClients (n: number): void { this.wsClients.set(n) }
+  setBrokerClients (kind: 'device' | 'app', n: number): void { this.brokerClientsGauge.set({ kind }, n) }
+  setUpstreamQueue (n: number): void { this.upstreamQueue.set(n) }
+  upstreamAcked (): void { this.upstreamSent.inc() }
+  upstreamDroppedOldest (n = 1): void { this.upstreamDropped.inc(n) }
+
+  /** The Prometheus text exposition. */
+  async text (): Promise<{ contentType: string, body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() }
+  }
+}
+
+/** Fastify plugin: GET /metrics in the Prometheus text format (no authentication, like /health; bind to loopback or firewall it). */
+export function metricsPlugin (metrics: Metrics): (app: FastifyInstance) => Promise<void> {
+  return async app => {
+    app.get('/metrics', async (_request, reply) => {
+      const { contentType, body } = await metrics.text()
+      return await reply.type(contentType).send(body)
+    })
+  }
+}

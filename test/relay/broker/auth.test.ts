@@ -1,0 +1,138 @@
+// Who may connect, publish and subscribe: real aedes and mqtt.js over loopback TCP.
+import t from 'tap'
+import { randomUUID } from 'node:crypto'
+import { closed, connackCode, payload, startBroker, subackCodes } from './harness.ts'
+
+const alice = randomUUID()
+const bob = randomUUID()
+
+t.test('CONNACK codes: wrong password 4, unknown device 4, anonymous 5, token without the read scope 5, expired token 4, good credentials 0', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  t.equal(cred.username, 'hr-01')
+  t.match(cred.password, /^[A-Za-z0-9_-]{32}$/)
+  t.equal(await connackCode(h.url, { username: 'hr-01', password: cred.password + 'x' }), 4)
+  t.equal(await connackCode(h.url, { username: 'nobody', password: cred.password }), 4)
+  t.equal(await connackCode(h.url, {}), 5)
+  t.equal(await connackCode(h.url, { username: 'app', password: await h.token(alice, ['profile:read']) }), 5)
+  t.equal(await connackCode(h.url, { username: 'app', password: await h.token(null, ['data:heart_rate:read']) }), 5)
+  t.equal(await connackCode(h.url, { username: 'app', password: randomUUID() }), 4)
+  t.equal(await connackCode(h.url, { username: 'hr-01', password: cred.password }), 0)
+  t.equal(await connackCode(h.url, { username: 'any name', password: await h.token(alice) }), 0)
+})
+
+t.test('a client id in use by another principal is refused (CONNACK 2) instead of taking over the session', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  const device = await h.connect({ clientId: 'shared-id', username: cred.username, password: cred.password })
+  t.equal(await connackCode(h.url, { clientId: 'shared-id', username: 'app', password: await h.token(bob) }), 2)
+  t.equal(device.connected, true, 'the device keeps its connection')
+})
+
+t.test('a device publishing to another device\'s topic is disconnected and nothing is stored', async t => {
+  const h = await startBroker(t)
+  const a = await h.device('hr-01', alice)
+  await h.device('hr-02', bob)
+  const client = await h.connect({ username: a.username, password: a.password })
+  const gone = closed(client)
+  client.publish('hr-relay/v1/devices/hr-02/heart_rate', payload(80), { qos: 1 })
+  await gone
+  t.equal(h.ingest.readings.length, 0, 'no reading reached the pipeline')
+  t.match((await h.metrics.text()).body, /hr_relay_dropped_total\{reason="mqtt_unauthorized_publish"\} 1/)
+
+  const again = await h.connect({ username: a.username, password: a.password })
+  const gone2 = closed(again)
+  again.publish('hr-relay/v1/users/' + bob + '/heart_rate', payload(80), { qos: 0 })
+  await gone2
+  t.equal(h.ingest.readings.length, 0, 'a device may not publish on a user topic either')
+})
+
+t.test('an app may not publish at all', async t => {
+  const h = await startBroker(t)
+  await h.device('hr-01', alice)
+  const app = await h.connect({ username: 'app', password: await h.token(alice) })
+  const gone = closed(app)
+  app.publish('hr-relay/v1/devices/hr-01/heart_rate', payload(80), { qos: 1 })
+  await gone
+  t.equal(h.ingest.readings.length, 0)
+})
+
+t.test('SUBACK: own user topic granted, other user, wildcards and $SYS refused with 0x80; devices may not subscribe', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  await h.device('hr-02', bob)
+  const app = await h.connect({ username: 'app', password: await h.token(alice) })
+  t.same(await subackCodes(app, `hr-relay/v1/users/${alice}/heart_rate`), [1])
+  t.same(await subackCodes(app, `hr-relay/v1/users/${alice}/heart_rate`, 0), [0])
+  t.same(await subackCodes(app, `hr-relay/v1/users/${bob}/heart_rate`), [0x80])
+  t.same(await subackCodes(app, '#'), [0x80])
+  t.same(await subackCodes(app, '$SYS/#'), [0x80])
+  t.same(await subackCodes(app, 'hr-relay/v1/users/+/heart_rate'), [0x80])
+  t.same(await subackCodes(app, `hr-relay/v1/users/${alice}/#`), [0x80])
+  t.same(await subackCodes(app, 'hr-relay/v1/devices/hr-01/status'), [1], 'the status of its own device')
+  t.same(await subackCodes(app, 'hr-relay/v1/devices/hr-02/status'), [0x80], 'not another user\'s device')
+  t.same(await subackCodes(app, 'hr-relay/v1/devices/hr-01/heart_rate'), [0x80])
+  const device = await h.connect({ username: cred.username, password: cred.password })
+  t.same(await subackCodes(device, `hr-relay/v1/users/${alice}/heart_rate`), [0x80])
+  t.same(await subackCodes(device, 'hr-relay/v1/devices/hr-01/heart_rate'), [0x80])
+})
+
+t.test('an app receives its own user\'s stored readings on its topic, not another user\'s', async t => {
+  const h = await startBroker(t)
+  const app = await h.connect({ username: 'app', password: await h.token(alice) })
+  t.same(await subackCodes(app, `hr-relay/v1/users/${alice}/heart_rate`), [1])
+  const got: Array<{ topic: string, body: string }> = []
+  const two = new Promise<void>(resolve => {
+    app.on('message', (topic, body) => { got.push({ topic, body: body.toString() }); if (got.length === 2) resolve() })
+  })
+  h.feed.emit({ profile_id: bob, measured_at: 1_700_000_000_000, heart_rate: 99, source: 'ble' })
+  h.feed.emit({ profile_id: alice, measured_at: 1_700_000_001_000, heart_rate: 71, source: 'ble' })
+  h.feed.emit({ profile_id: alice, measured_at: 1_700_000_002_000, heart_rate: 72, source: 'mqtt', device_id: 'x' })
+  await two
+  t.same(got, [
+    { topic: `hr-relay/v1/users/${alice}/heart_rate`, body: '{"measured_at":1700000001000,"data":{"heart_rate":71}}' },
+    { topic: `hr-relay/v1/users/${alice}/heart_rate`, body: '{"measured_at":1700000002000,"data":{"heart_rate":72}}' }
+  ])
+})
+
+t.test('device availability: retained online on connect, offline on disconnect, readable by the owner\'s app', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  const device = await h.connect({ username: cred.username, password: cred.password })
+  t.equal(h.devices.stateOf('hr-01')?.connected, true)
+  const app = await h.connect({ username: 'app', password: await h.token(alice) })
+  const messages: string[] = []
+  let onMessage = (): void => {}
+  app.on('message', (_topic, body, packet) => { messages.push(`${body.toString()}${packet.retain ? ' (retained)' : ''}`); onMessage() })
+  const first = new Promise<void>(resolve => { onMessage = resolve })
+  t.same(await subackCodes(app, 'hr-relay/v1/devices/hr-01/status'), [1])
+  await first
+  const second = new Promise<void>(resolve => { onMessage = resolve })
+  device.end()
+  await second
+  t.same(messages, ['online (retained)', 'offline'])
+  t.equal(h.devices.stateOf('hr-01')?.connected, false)
+})
+
+t.test('removing a pairing disconnects the device and its credentials stop working', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  const device = await h.connect({ username: cred.username, password: cred.password })
+  const gone = closed(device)
+  await h.devices.remove('hr-01')
+  await gone
+  t.equal(await connackCode(h.url, { username: cred.username, password: cred.password }), 4)
+})
+
+t.test('a revoked app token: new subscriptions refused, and the periodic check disconnects the app', async t => {
+  const h = await startBroker(t, {}, { revalidateMs: 200 })
+  await h.device('hr-01', alice)
+  const token = await h.token(alice)
+  const app = await h.connect({ username: 'app', password: token })
+  t.same(await subackCodes(app, `hr-relay/v1/users/${alice}/heart_rate`), [1])
+  const gone = closed(app)
+  t.equal(await h.tokens.revoke(token), true)
+  t.same(await subackCodes(app, 'hr-relay/v1/devices/hr-01/status'), [0x80], 'subscriptions re-check the token')
+  await gone
+  t.equal(await connackCode(h.url, { username: 'app', password: token }), 4)
+})
