@@ -5,6 +5,12 @@ import type { Store } from './store/db.ts'
 import type { Users } from './store/users.ts'
 import type { Clients } from './store/clients.ts'
 import type { Tokens } from './store/tokens.ts'
+import type { Readings } from './store/readings.ts'
+import type { Widgets } from './store/widgets.ts'
+import type { GameMod } from './store/gamemod.ts'
+import type { Rooms } from './store/rooms.ts'
+import type { Pipeline } from './pipeline/ingest.ts'
+import type { Hub } from './hub.ts'
 
 export interface TokenLifetimes {
   /** Seconds. Defaults in relay/config.ts (README "Token lifetimes"). */
@@ -28,6 +34,8 @@ export interface ApiConfig {
   /** Requests per second per token (0 = off); spec service-notes "Rate limit". */
   rateLimitPerSecond: number
   data: { rawRetentionDays: number, rollupRetentionDays: number, streamGapSeconds: number }
+  /** WebSocket streams (api/http/stream-socket.ts): ping period and the send-buffer bound of a slow client. */
+  streams?: { pingIntervalMs?: number, maxBufferedBytes?: number }
 }
 
 export interface HealthEntry { id: string, state: string, detail?: string, connected?: number }
@@ -43,4 +51,11 @@ export interface Services {
   adminTokenDigest: string
   /** Health of the relay's sources, filled in by the composition root. */
   health: () => HealthEntry[]
+  /** Heart-rate data (issue 3): the store's readings, the ingest pipeline and the live hub. */
+  readings: Readings
+  pipeline: Pipeline
+  hub: Hub
+  widgets: Widgets
+  gameMod: GameMod
+  rooms: Rooms
 }

@@ -11,6 +11,7 @@ import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
 import { digest, newToken } from '../api/store/secrets.ts'
 import { buildServer } from '../api/http/server.ts'
+import { buildDataServices } from '../api/data-services.ts'
 import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
 import type { Config } from './config.ts'
@@ -64,11 +65,16 @@ export async function startService (config: Config, options: { logger?: Logger }
     const admin = await ensureAdminToken(dataDir)
     const healthSources: Array<() => HealthEntry[]> = []
     const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
+    const users = new Users(store)
+    // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
+    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds })
+    stack.push(async () => { await data.pipeline.stop() })
     const services: Services = {
       store,
-      users: new Users(store),
+      users,
       clients: new Clients(store),
       tokens: new Tokens(store),
+      ...data,
       log,
       adminTokenDigest: digest(admin.token),
       health: () => healthSources.flatMap(f => f()),

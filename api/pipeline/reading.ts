@@ -20,7 +20,13 @@ export interface Reading {
   battery_percent?: number
 }
 
-export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile'
+/**
+ * Why a reading was not stored. `out_of_range`: measured_at older than the raw
+ * retention or more than 10 minutes in the future (README "Heart-rate API").
+ */
+export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile' | 'out_of_range'
+
+export const DROP_REASONS: readonly DropReason[] = ['non_positive', 'unpaired', 'duplicate', 'invalid', 'unknown_profile', 'out_of_range']
 
 export type IngestResult =
   | { status: 'stored', profile_id: string }

@@ -1,0 +1,53 @@
+// Builds the heart-rate data services (issue 3) for the composition root:
+// readings store, live hub, ingest pipeline, widgets, game-mod configuration
+// and rooms. The pipeline's retention timer is started here (unref'd); the
+// caller stops the pipeline before closing the store.
+import type { Logger } from 'pino'
+import type { Store } from './store/db.ts'
+import type { Users } from './store/users.ts'
+import { Readings } from './store/readings.ts'
+import { Widgets } from './store/widgets.ts'
+import { GameMod } from './store/gamemod.ts'
+import { Rooms } from './store/rooms.ts'
+import { Hub } from './hub.ts'
+import { Pipeline, type ResolveOwner } from './pipeline/ingest.ts'
+
+export interface DataServices {
+  readings: Readings
+  pipeline: Pipeline
+  hub: Hub
+  widgets: Widgets
+  gameMod: GameMod
+  rooms: Rooms
+}
+
+export interface DataServicesOptions {
+  store: Store
+  users: Users
+  log: Logger
+  retention: { rawDays: number, rollupDays: number }
+  streamGapSeconds: number
+  /** Device pairing (default: none; device-only readings are dropped as 'unpaired'). */
+  resolveOwner?: ResolveOwner
+  pruneIntervalMs?: number
+}
+
+export async function buildDataServices (o: DataServicesOptions): Promise<DataServices> {
+  const readings = new Readings(o.store, { gapMs: o.streamGapSeconds * 1000 })
+  const hub = new Hub({ log: o.log.child({ component: 'hub' }) })
+  const rooms = new Rooms(o.store, (roomId, message) => { hub.publishRoomEvent(roomId, message) })
+  await rooms.load()
+  hub.setRoomIndex(profileId => rooms.roomsOf(profileId))
+  const pipeline = new Pipeline({
+    store: o.store,
+    readings,
+    hub,
+    users: o.users,
+    retention: o.retention,
+    log: o.log.child({ component: 'ingest' }),
+    ...(o.resolveOwner === undefined ? {} : { resolveOwner: o.resolveOwner }),
+    ...(o.pruneIntervalMs === undefined ? {} : { pruneIntervalMs: o.pruneIntervalMs })
+  })
+  pipeline.start()
+  return { readings, pipeline, hub, widgets: new Widgets(o.store), gameMod: new GameMod(o.store), rooms }
+}
