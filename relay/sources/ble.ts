@@ -49,6 +49,8 @@ export const BLE_DEFAULTS = {
 export interface BleDiagnostics {
   /** dbus-next signal listeners on the current connection (0 without one). */
   signalListeners: number
+  /** Unique name of the current D-Bus connection (for the daemon's per-connection statistics). */
+  busName?: string
   links: Array<{ address: string, connected: boolean, connections: number }>
 }
 
@@ -115,6 +117,7 @@ export class BleSource implements Source {
   diagnostics (): BleDiagnostics {
     return {
       signalListeners: this.session === undefined ? 0 : signalListenerCount(this.session.bus),
+      ...(this.session?.uniqueName !== undefined ? { busName: this.session.uniqueName } : {}),
       links: [...this.links.values()].map(l => ({ address: l.address, connected: l.connected, connections: l.connections }))
     }
   }

@@ -34,11 +34,23 @@ export class BluezSession {
     this.broken.catch(() => {})
     const address = process.env.DBUS_SYSTEM_BUS_ADDRESS ?? 'unix:path=/var/run/dbus/system_bus_socket'
     this.onBusError = (err: unknown) => {
+      // A D-Bus error reply (e.g. an AddMatch refused) is not a broken connection.
+      if (bluezErrorName(err) !== undefined) { this.callErrors++; return }
       if (this.failure !== undefined) return
       this.failure = err
       reject(new BleError('no_bluez', `${address}: ${describeError(err)}`, { cause: err }))
     }
     this.bus.on('error', this.onBusError)
+    fixMatchRuleRefcount(this.bus)
+  }
+
+  /** D-Bus error replies reported on the connection rather than to a caller. */
+  callErrors = 0
+
+  /** The connection's unique name once connected (e.g. ':1.7'). */
+  get uniqueName (): string | undefined {
+    const name = (this.bus as unknown as { name?: unknown }).name
+    return typeof name === 'string' ? name : undefined
   }
 
   get failed (): boolean { return this.failure !== undefined }
@@ -97,6 +109,47 @@ export class BluezSession {
     this.bus.off('error', this.onBusError)
     this.bus.on('error', () => {})
     try { this.destroyBus() } catch { /* already gone */ }
+  }
+}
+
+interface MatchInternals {
+  _addMatch?: (rule: string) => Promise<unknown>
+  _removeMatch?: (rule: string) => Promise<unknown>
+  _connection?: { stream?: { writable?: boolean } }
+  call: (msg: dbus.Message) => Promise<unknown>
+}
+
+/**
+ * dbus-next 0.10.2 refcounts match rules with the arguments of hasOwnProperty
+ * swapped, so it sends AddMatch every time a signal gets its first listener
+ * and never sends RemoveMatch. Every reconnect then leaves rules behind in
+ * dbus-daemon, and the system bus refuses more than 512 per connection.
+ * Replace the pair on this connection with a correct refcount.
+ */
+function fixMatchRuleRefcount (bus: dbus.MessageBus): void {
+  const b = bus as unknown as MatchInternals
+  if (typeof b._addMatch !== 'function' || typeof b._removeMatch !== 'function') return
+  const counts = new Map<string, number>()
+  const send = async (member: 'AddMatch' | 'RemoveMatch', rule: string): Promise<unknown> => await b.call(new dbus.Message({
+    destination: 'org.freedesktop.DBus',
+    path: '/org/freedesktop/DBus',
+    interface: 'org.freedesktop.DBus',
+    member,
+    signature: 's',
+    body: [rule]
+  }))
+  b._addMatch = async (rule) => {
+    const n = counts.get(rule) ?? 0
+    counts.set(rule, n + 1)
+    return n === 0 ? await send('AddMatch', rule) : undefined
+  }
+  b._removeMatch = async (rule) => {
+    const n = counts.get(rule) ?? 0
+    if (n > 1) { counts.set(rule, n - 1); return undefined }
+    if (n === 0) return undefined
+    counts.delete(rule)
+    if (b._connection?.stream?.writable !== true) return undefined
+    return await send('RemoveMatch', rule)
   }
 }
 

@@ -2,6 +2,7 @@
 // resolve, straps that vanish, the adapter powered off, and listener hygiene
 // over reconnects. Real node-ble, real dbus-daemon, emulated radio.
 import t from 'tap'
+import * as dbus from 'dbus-next'
 import { BleSource } from '../../../relay/sources/ble.ts'
 import { captureLogger, FAST, once, RecordingSink, startBleWorld, type Teardownable } from './ble-harness.ts'
 
@@ -15,6 +16,26 @@ async function started (t: Teardownable, options: ConstructorParameters<typeof B
   const source = new BleSource({ ...FAST, logger, ...options })
   world.onTeardown(() => source.stop())
   return { world, sink, source, lines, go: async () => { await source.start(new AbortController().signal, sink) } }
+}
+
+/** MatchRules of one connection, from dbus-daemon's org.freedesktop.DBus.Debug.Stats. */
+async function matchRules (busAddress: string, name: string): Promise<number> {
+  const client = dbus.sessionBus({ busAddress })
+  client.on('error', () => {})
+  try {
+    const reply = await client.call(new dbus.Message({
+      destination: 'org.freedesktop.DBus',
+      path: '/org/freedesktop/DBus',
+      interface: 'org.freedesktop.DBus.Debug.Stats',
+      member: 'GetConnectionStats',
+      signature: 's',
+      body: [name]
+    }))
+    const stats = reply?.body[0] as Record<string, dbus.Variant> | undefined
+    return stats?.MatchRules?.value as number
+  } finally {
+    client.disconnect()
+  }
 }
 
 const connectionsOf = (source: BleSource, address: string): number =>
@@ -122,11 +143,17 @@ t.test('listener counts stay bounded over 5 reconnects', async t => {
   await sink.waitFor('connected', () => source.status().connected === 1)
   const baseline = source.diagnostics().signalListeners
   t.ok(baseline > 0, `a connected strap holds some signal listeners (${baseline})`)
+  const busName = source.diagnostics().busName
+  t.type(busName, 'string')
+  const rulesBefore = await matchRules(world.bus.address, busName ?? '')
   for (let i = 2; i <= 6; i++) {
     a.dropLink()
     await sink.waitFor(`connection ${i}`, () => connectionsOf(source, A) === i && source.status().connected === 1)
   }
   t.equal(source.diagnostics().signalListeners, baseline, 'same number of dbus-next signal listeners as after the first connect')
+  // The daemon's own count: dbus-next never sends RemoveMatch by itself, and
+  // the system bus allows 512 rules per connection.
+  t.equal(await matchRules(world.bus.address, busName ?? ''), rulesBefore, 'same number of match rules in dbus-daemon')
   t.equal(a.sendHeartRate({ heart_rate: 100 }), true)
   await sink.waitFor('reading', () => sink.readings.length === 1)
   t.equal(sink.readings.length, 1, 'one notification gives one reading (no duplicate valuechanged listeners)')
