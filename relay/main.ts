@@ -15,6 +15,7 @@ import { buildDataServices } from '../api/data-services.ts'
 import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
 import type { Config } from './config.ts'
+import { startDemo } from '../device-sim/demo.ts'
 
 export interface RunningService {
   config: Config
@@ -113,8 +114,11 @@ export async function startService (config: Config, options: { logger?: Logger }
     await writeFile(serverInfoFile(dataDir), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
     stack.push(async () => { await rm(serverInfoFile(dataDir), { force: true }) })
 
+    const running: RunningService = { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
+    // The simulated gym (device-sim/demo.ts) talks to the service only through the admin API and a device transport.
+    if (config.demo) { const demo = await startDemo(running, log); stack.push(demo.stop) }
     log.info({ url: httpUrl, data_dir: dataDir }, 'hr-relay ready')
-    return { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
+    return running
   } catch (err) {
     await closeAll()
     throw err
