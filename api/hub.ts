@@ -40,6 +40,16 @@ export interface HubOptions {
 
 export interface HubCounters { published: number, delivered: number, listenerErrors: number }
 
+/** Counters of the WebSocket streams fed by the hub (api/http/stream-socket.ts). */
+export interface StreamCounters {
+  open: number
+  opened: number
+  slow_disconnects: number
+  ping_timeouts: number
+  /** bufferedAmount of the last client closed for being slow (bytes). */
+  last_slow_buffered_bytes: number
+}
+
 export class Hub {
   private readonly byProfile = new Map<string, Set<ReadingListener>>()
   private readonly byRoom = new Map<string, Set<RoomListener>>()
@@ -47,6 +57,7 @@ export class Hub {
   private roomsOf: (profileId: string) => Iterable<string>
   private readonly log: Logger | undefined
   readonly counters: HubCounters = { published: 0, delivered: 0, listenerErrors: 0 }
+  readonly streams: StreamCounters = { open: 0, opened: 0, slow_disconnects: 0, ping_timeouts: 0, last_slow_buffered_bytes: 0 }
 
   constructor (options: HubOptions = {}) {
     this.log = options.log

@@ -2,7 +2,10 @@
 // contributes, then runs the CLI.
 import { main, SUBCOMMANDS } from './cli.ts'
 import { runSim } from '../device-sim/cli.ts'
+import { addAdminCommands } from './cli-admin.ts'
+import { ROOM_COMMANDS } from './cli-rooms.ts'
 
 SUBCOMMANDS.sim = runSim
+addAdminCommands(ROOM_COMMANDS)
 
 export { main }

@@ -2,9 +2,27 @@
 // Each feature is one fastify plugin in its own file.
 import type { FastifyPluginAsync } from 'fastify'
 import { adminPlugin } from './admin.ts'
+import { dataPlugin } from './data.ts'
+import { realtimePlugin } from './realtime.ts'
+import { statisticsPlugin } from './statistics.ts'
+import { widgetsPlugin } from './widgets.ts'
+import { profilePlugin } from './profile.ts'
+import { gameModPlugin } from './gamemod.ts'
+import { featureFlagsPlugin } from './feature-flags.ts'
+import { roomsPlugin } from './rooms.ts'
+import { adminRoomsPlugin } from './admin-rooms.ts'
 import { oauthPlugin } from '../oauth/plugin.ts'
 
 export const apiFeatures: FastifyPluginAsync[] = [
   adminPlugin,
+  dataPlugin,
+  realtimePlugin,
+  statisticsPlugin,
+  widgetsPlugin,
+  profilePlugin,
+  gameModPlugin,
+  featureFlagsPlugin,
+  roomsPlugin,
+  adminRoomsPlugin,
   oauthPlugin
 ]

@@ -36,6 +36,7 @@ export class Widgets {
   private readonly byId: Sub<WidgetRecord>
   /** `profile!widget_id` → '' */
   private readonly byProfile: Sub<string>
+  private readonly deleteListeners = new Set<(widgetId: string) => void>()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<WidgetRecord>('widgets')
@@ -95,6 +96,13 @@ export class Widgets {
       { type: 'del', sublevel: this.byId, key: w.id },
       { type: 'del', sublevel: this.byProfile, key: `${profileId}!${w.id}` }
     ], { sync: true })
+    for (const fn of [...this.deleteListeners]) fn(w.id)
     return true
+  }
+
+  /** Called with the id of every deleted widget (open overlay streams close); returns unsubscribe. */
+  onDeleted (fn: (widgetId: string) => void): () => void {
+    this.deleteListeners.add(fn)
+    return () => { this.deleteListeners.delete(fn) }
   }
 }

@@ -1,0 +1,71 @@
+// POST /api/v1/data (write a reading) and GET /api/v1/data/heart_rate/latest
+// (spec 4.2). The write goes through the one ingest pipeline and answers 200
+// `{}` only after the reading is durably stored (or silently dropped: a heart
+// rate of 0 or below is accepted and not stored, spec 8.2).
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../errors.ts'
+import { guard, responseMode } from './data-auth.ts'
+import { profileOf } from './auth.ts'
+import { MAX_BPM } from '../pipeline/ingest.ts'
+import { MAX_TIMESTAMP } from '../pipeline/codec.ts'
+
+const errorBody = { type: 'object', properties: { error_code: { type: 'number' }, error_message: { type: 'string' } } }
+
+export async function dataPlugin (app: FastifyInstance): Promise<void> {
+  app.post('/api/v1/data', {
+    // Token in the header or the access_token query (spec 5.2); a missing write scope is 401 (spec 7).
+    onRequest: guard(app, { scope: 'data:heart_rate:write', query: true, scopeError: { name: 'invalid_scope', status: 401 } }),
+    schema: {
+      querystring: { type: 'object', properties: { access_token: { type: 'string' } } },
+      body: {
+        type: 'object',
+        required: ['measured_at', 'data'],
+        properties: {
+          measured_at: { type: 'number', minimum: 0, maximum: MAX_TIMESTAMP },
+          data: {
+            type: 'object',
+            required: ['heart_rate'],
+            properties: { heart_rate: { type: 'integer', maximum: MAX_BPM } }
+          }
+        }
+      },
+      response: { 200: { type: 'object', additionalProperties: false, properties: {} } }
+    }
+  }, async request => {
+    const body = request.body as { measured_at: number, data: { heart_rate: number } }
+    try {
+      await app.hr.pipeline.submit({ profile_id: profileOf(request), measured_at: body.measured_at, heart_rate: body.data.heart_rate, source: 'http' })
+    } catch (err) {
+      throw new ApiError('unexpected', { cause: err })
+    }
+    return {}
+  })
+
+  app.get('/api/v1/data/heart_rate/latest', {
+    onRequest: guard(app, { scope: 'data:heart_rate:read' }),
+    schema: {
+      querystring: { type: 'object', properties: { response_mode: { type: 'string' } } },
+      response: {
+        200: {
+          type: 'object',
+          required: ['measured_at', 'data'],
+          properties: { measured_at: { type: 'number' }, data: { type: 'object', required: ['heart_rate'], properties: { heart_rate: { type: 'number' } } } }
+        },
+        412: errorBody
+      }
+    }
+  }, async (request, reply) => {
+    const mode = responseMode(request)
+    let latest
+    try {
+      latest = await app.hr.readings.latest(profileOf(request))
+    } catch (err) {
+      throw new ApiError('latest_failed', { cause: err })
+    }
+    if (latest === undefined) throw new ApiError('no_heart_rate_data')
+    if (mode === 'text_plain_only_heart_rate') {
+      return await reply.header('content-type', 'text/plain; charset=UTF-8').send(String(latest.heart_rate))
+    }
+    return { measured_at: latest.measured_at, data: { heart_rate: latest.heart_rate } }
+  })
+}

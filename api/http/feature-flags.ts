@@ -1,0 +1,32 @@
+// GET /api/v1/features/{feature_id} (spec 4.6, 2.7). Any valid user token
+// (no particular scope; spec 5.8 leaves it open). Unknown id: 404 JSON (9404).
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../errors.ts'
+import { guard } from './data-auth.ts'
+import { profileOf } from './auth.ts'
+import { premiumActive, type UserRecord } from '../store/users.ts'
+
+/** Whether a feature is enabled for a user; undefined for an unknown feature id. */
+export const FEATURE_RULES: Record<string, (u: UserRecord, now: number) => boolean> = {
+  game_mod: (u, now) => premiumActive(u, now) || u.features.includes('game_mod'),
+  premium_widgets: (u, now) => premiumActive(u, now),
+  deck_ingestion_pause_feature: () => true,
+  chatapp_rich_presence: (u, now) => premiumActive(u, now) || u.features.includes('chatapp_rich_presence')
+}
+
+export async function featureFlagsPlugin (app: FastifyInstance): Promise<void> {
+  app.get('/api/v1/features/:feature_id', {
+    onRequest: guard(app, {}),
+    schema: {
+      params: { type: 'object', properties: { feature_id: { type: 'string', maxLength: 100 } } },
+      response: { 200: { type: 'object', additionalProperties: false, required: ['id', 'enabled'], properties: { id: { type: 'string' }, enabled: { type: 'boolean' } } } }
+    }
+  }, async request => {
+    const { feature_id: id } = request.params as { feature_id: string }
+    const rule = Object.hasOwn(FEATURE_RULES, id) ? FEATURE_RULES[id] : undefined
+    if (rule === undefined) throw new ApiError('not_found', { detail: `unknown feature ${id}` })
+    const user = await app.hr.users.get(profileOf(request))
+    if (user === undefined) throw new ApiError('token_not_found')
+    return { id, enabled: rule(user, Date.now()) }
+  })
+}

@@ -1,0 +1,32 @@
+// GET /api/v1/profile (spec 4.4, 2.5): the flat profile. `heart_rate` is true
+// when the user has ever had a stored reading.
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../errors.ts'
+import { guard } from './data-auth.ts'
+import { profileOf } from './auth.ts'
+
+export async function profilePlugin (app: FastifyInstance): Promise<void> {
+  app.get('/api/v1/profile', {
+    onRequest: guard(app, { scope: 'profile:read' }),
+    schema: {
+      response: {
+        200: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['channel', 'username', 'mobile_login', 'heart_rate'],
+          properties: { channel: { type: 'string' }, username: { type: 'string' }, mobile_login: { type: 'boolean' }, heart_rate: { type: 'boolean' } }
+        }
+      }
+    }
+  }, async request => {
+    const profileId = profileOf(request)
+    const user = await app.hr.users.get(profileId)
+    if (user === undefined) throw new ApiError('token_not_found')
+    return {
+      channel: user.channel,
+      username: user.username,
+      mobile_login: user.mobile_login,
+      heart_rate: (await app.hr.readings.latest(profileId)) !== undefined
+    }
+  })
+}

@@ -1,0 +1,90 @@
+// Room streams (spec 4.7, 6; service-notes "Room stream message shapes").
+// One function serves a room to a socket; two front doors authenticate:
+// - WebSocket /api/v2/data/rooms/{room_id}/real_time: a user token with scope
+//   data:room:read (query access_token or Authorization header); the user must
+//   be a member (403 JSON 9403 at the handshake); unknown room 404 JSON 9404.
+// - WebSocket /rooms/{room_id}/stream?display_id=...: the operator's read-only
+//   display (the web pages use it); display_id is the room's revocable capability.
+// Query `kinds`: comma-separated among heart_rate, room_member_updated,
+// room_member_removed, room_updated (default heart_rate); an unknown kind is
+// 400 JSON 7013 at the handshake.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { WebSocket } from 'ws'
+import { ApiError } from '../errors.ts'
+import { guard } from './data-auth.ts'
+import { profileOf } from './auth.ts'
+import { openStream } from './stream-socket.ts'
+import { ROOM_KINDS, type RoomKind } from '../hub.ts'
+
+export function parseKinds (value: unknown): Set<RoomKind> {
+  if (value === undefined) return new Set(['heart_rate'])
+  if (typeof value !== 'string') throw new ApiError('invalid_request', { detail: 'kinds must be one comma-separated string' })
+  const out = new Set<RoomKind>()
+  for (const part of value.split(',')) {
+    const k = part.trim()
+    if (!(ROOM_KINDS as readonly string[]).includes(k)) throw new ApiError('invalid_request', { detail: `unknown kind "${k.slice(0, 40)}"; kinds are ${ROOM_KINDS.join(', ')}` })
+    out.add(k as RoomKind)
+  }
+  return out
+}
+
+export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string }
+
+/** Streams a room's messages of the selected kinds until the socket closes or access ends. */
+export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): void {
+  const rooms = app.hr.rooms
+  const allowed = (): boolean => viewer.kind === 'member' ? rooms.isMember(roomId, viewer.profileId) : rooms.displayAllowed(roomId, viewer.displayId)
+  const cfg = app.hr.config.streams ?? {}
+  const stream = openStream(socket, {
+    log: app.hr.log,
+    counters: app.hr.hub.streams,
+    check: allowed,
+    ...(cfg.pingIntervalMs === undefined ? {} : { pingIntervalMs: cfg.pingIntervalMs }),
+    ...(cfg.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: cfg.maxBufferedBytes })
+  })
+  stream.onClose(app.hr.hub.subscribeRoom(roomId, message => {
+    if (kinds.has(message.kind)) stream.send(JSON.stringify(message))
+    // A removed member, or a rotated display capability, loses the stream at once.
+    if (message.kind !== 'heart_rate' && !allowed()) stream.close(1008, 'no longer allowed in this room')
+  }))
+}
+
+/** The room id of the path; 404 JSON when there is no such room. */
+function roomIdOf (request: FastifyRequest): string {
+  const { room_id: roomId } = request.params as { room_id: string }
+  if (request.server.hr.rooms.get(roomId) === undefined) throw new ApiError('not_found', { detail: 'no such room' })
+  return roomId
+}
+
+const params = { type: 'object', properties: { room_id: { type: 'string', maxLength: 100 } } }
+
+export async function roomsPlugin (app: FastifyInstance): Promise<void> {
+  const auth = guard(app, { scope: 'data:room:read', query: true })
+
+  app.get('/api/v2/data/rooms/:room_id/real_time', {
+    websocket: true,
+    onRequest: async (request: FastifyRequest) => {
+      await auth(request)
+      const roomId = roomIdOf(request)
+      if (!app.hr.rooms.isMember(roomId, profileOf(request))) throw new ApiError('forbidden', { detail: 'not a member of this room' })
+      parseKinds((request.query as Record<string, unknown>).kinds)
+    },
+    schema: { params }
+  }, (socket, request) => {
+    serveRoom(app, socket, roomIdOf(request), parseKinds((request.query as Record<string, unknown>).kinds), { kind: 'member', profileId: profileOf(request) })
+  })
+
+  app.get('/rooms/:room_id/stream', {
+    websocket: true,
+    onRequest: async (request: FastifyRequest) => {
+      const roomId = roomIdOf(request)
+      const displayId = (request.query as Record<string, unknown>).display_id
+      if (typeof displayId !== 'string' || !app.hr.rooms.displayAllowed(roomId, displayId)) throw new ApiError('forbidden', { detail: 'display_id missing or revoked' })
+      parseKinds((request.query as Record<string, unknown>).kinds)
+    },
+    schema: { params }
+  }, (socket, request) => {
+    const q = request.query as Record<string, string>
+    serveRoom(app, socket, roomIdOf(request), parseKinds(q.kinds), { kind: 'display', displayId: q.display_id ?? '' })
+  })
+}
