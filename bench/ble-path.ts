@@ -1,0 +1,2 @@
+// placeholder
+export const blePath = { name: "ble-path", reference: "x", async run () { throw new Error("not yet") } }

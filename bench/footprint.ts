@@ -1,0 +1,81 @@
+// footprint: resident memory of the hr-relay process with D MQTT devices at
+// 1 Hz (the simulator's load generator) and W WebSocket viewers connected;
+// reference: the same server idle. Disk: bytes per stored reading after
+// compaction (db.compactRange), for one user's 1 Hz readings loaded through
+// the store's batch path, over the same store compacted before the load.
+import { rm } from 'node:fs/promises'
+import { createUsers } from './lib/admin.ts'
+import { fleet, freshCopy } from './lib/fleet.ts'
+import { Worker } from './lib/proc.ts'
+import { figure } from './lib/results.ts'
+import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { requireMqtt, startServer, tempDir } from './lib/server.ts'
+import { openViewers, viewersFor } from './lib/viewers.ts'
+import type { LoadStats } from '../device-sim/load.ts'
+
+const MB = 1024 * 1024
+const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 100, viewers: 50 } : { devices: 2000, viewers: 500 }
+
+async function diskPerReading (quick: boolean): Promise<{ perReading: number, readings: number, before: number, after: number }> {
+  const dir = await tempDir('disk')
+  const loader = await Worker.start('workers/store-loader.ts')
+  try {
+    const server = await startServer({ dataDir: dir })
+    const [user] = await createUsers(server, 1, 'disk')
+    await server.stop()
+    const before = await loader.call<{ bytes: number }>('compact', dir)
+    const count = quick ? 100_000 : 1_000_000
+    await loader.call('load', dir, { profileId: user?.profile_id, start: Date.now() - count * 1000 - 60_000, count, group: 5000 })
+    const after = await loader.call<{ bytes: number, raw: number }>('compact', dir)
+    return { perReading: (after.bytes - before.bytes) / after.raw, readings: after.raw, before: before.bytes, after: after.bytes }
+  } finally {
+    await loader.stop()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+export const footprint: Scenario = {
+  name: 'footprint',
+  reference: 'RSS of the same server idle (started, nothing connected); disk: the same store compacted before the readings',
+  fleetSize: quick => sizes(quick).devices,
+  async run (ctx: Context): Promise<Outcome> {
+    const { devices: nd, viewers: nv } = sizes(ctx.quick)
+    const durationS = ctx.quick ? 4 : 20
+    const f = await fleet(nd, ctx.log)
+    const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true })
+    const load = await Worker.start('workers/sim-load.ts')
+    const viewers = await Worker.start('workers/ws-viewers.ts')
+    let idle: number; let peak = 0; let stats: LoadStats
+    try {
+      const port = requireMqtt(server)
+      await sleep(2000)
+      idle = await server.rss()
+      await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))
+      let done = false
+      const running = load.call<LoadStats>('run', port, f.devices.slice(0, nd), durationS).finally(() => { done = true })
+      while (!done) {
+        peak = Math.max(peak, await server.rss())
+        await sleep(250)
+      }
+      stats = await running
+    } finally {
+      await viewers.stop(); await load.stop(); await server.stop()
+    }
+    ctx.log('footprint: disk bytes per reading')
+    const disk = await diskPerReading(ctx.quick)
+    const lost = stats.sent - stats.acked
+    return {
+      figures: [
+        figure(`RSS, ${nd} devices at 1 Hz + ${nv} WebSocket viewers (peak)`, peak / MB, 'MB', { name: 'idle', value: idle / MB }, { text: 'RSS <= 150 MB', met: peak <= 150 * MB }),
+        figure('disk bytes per stored reading after compaction', disk.perReading, 'bytes', undefined, { text: '<= 24 bytes', met: disk.perReading <= 24 }),
+        figure('devices connected', stats.connected, 'devices', undefined, { text: `all ${nd}`, met: stats.connected === nd })
+      ],
+      lost,
+      notes: [
+        `load generator (device-sim/load.ts): ${stats.sent} sent, ${stats.acked} acknowledged, ${stats.failed} failed, ${stats.in_flight} in flight, ${stats.skipped} skipped, ${stats.connect_failed} connections refused`,
+        `disk: ${disk.readings} readings of one user at 1 Hz through the batch path; ${disk.before} bytes compacted before, ${disk.after} after (readings, per-minute rollups and latest included)`,
+        'the server runs its TypeScript through tsx (no build), which adds the loader to the RSS'
+      ]
+    }
+  }
+}

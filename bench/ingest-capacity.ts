@@ -1,0 +1,108 @@
+// ingest-capacity: K MQTT devices publish QoS 1 readings at a rising total
+// rate; each step lasts a few seconds. The capacity is the highest rate whose
+// PUBACK p99 stays at or under 100 ms with every reading acknowledged (and,
+// after the run, found in the store). References: the same steps against a
+// bare Aedes broker (QoS 1, nothing stored), and raw `level` batch writes
+// with sync.
+import { rm } from 'node:fs/promises'
+import { fleet, freshCopy } from './lib/fleet.ts'
+import { Worker } from './lib/proc.ts'
+import { figure } from './lib/results.ts'
+import type { Context, Outcome, Scenario } from './lib/scenario.ts'
+import { requireMqtt, startServer, tempDir } from './lib/server.ts'
+import { summarize } from './lib/stats.ts'
+import type { DeviceLogin, PublishReport } from './workers/mqtt-devices.ts'
+
+const P99_LIMIT_MS = 100
+
+interface Step { rate: number, achieved: number, p99: number, sent: number, acked: number, unacked: number, failed: number, ok: boolean }
+
+const rates = (quick: boolean): number[] => quick ? [1000, 3000, 6000, 12000, 20000] : [1000, 2500, 5000, 7500, 10000, 15000, 20000, 25000, 30000, 40000]
+const devicesFor = (quick: boolean): number => quick ? 20 : 100
+
+async function climb (ctx: Context, label: string, port: number, logins: DeviceLogin[], stepMs: number): Promise<Step[]> {
+  const devices = await Worker.start('workers/mqtt-devices.ts')
+  const steps: Step[] = []
+  try {
+    await devices.call('connect', port, logins)
+    const base = Date.now() - 3_600_000
+    for (const rate of rates(ctx.quick)) {
+      const r = await devices.call<PublishReport>('publish', { rate, durationMs: stepMs, qos: 1, recordSends: false, measuredAt: 'sequence', sequenceBase: base, drainMs: 5000 })
+      const p99 = summarize(Array.from(r.ackLatencies)).p99
+      const ok = p99 <= P99_LIMIT_MS && r.unacked === 0 && r.failed === 0 && r.disconnects === 0
+      steps.push({ rate, achieved: r.achievedRate, p99, sent: r.sent, acked: r.acked, unacked: r.unacked, failed: r.failed, ok })
+      ctx.log(`ingest-capacity ${label}: ${rate}/s asked, ${Math.round(r.achievedRate)}/s sent, PUBACK p99 ${p99.toFixed(1)} ms, ${r.unacked} unacked${ok ? '' : ' — stop'}`)
+      if (!ok) break
+    }
+    await devices.call('close')
+  } finally {
+    await devices.stop()
+  }
+  return steps
+}
+
+/** The highest achieved rate of the passing steps (0 if none). */
+function capacity (steps: Step[]): Step | undefined {
+  return steps.filter(s => s.ok).sort((a, b) => b.achieved - a.achieved)[0]
+}
+
+export const ingestCapacity: Scenario = {
+  name: 'ingest-capacity',
+  reference: 'bare Aedes QoS 1 with the same steps; raw level batch writes with sync',
+  fleetSize: devicesFor,
+  async run (ctx: Context): Promise<Outcome> {
+    const stepMs = ctx.quick ? 1500 : 5000
+    const k = devicesFor(ctx.quick)
+    const f = await fleet(k, ctx.log)
+    const loader = await Worker.start('workers/store-loader.ts')
+    const dir = await freshCopy(f)
+    try {
+      const server = await startServer({ dataDir: dir, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+      let mine: Step[]
+      try {
+        mine = await climb(ctx, 'hr-relay', requireMqtt(server), f.devices.slice(0, k), stepMs)
+      } finally {
+        await server.stop()
+      }
+      const acked = mine.reduce((n, s) => n + s.acked, 0)
+      const { raw } = await loader.call<{ raw: number }>('compact', dir)
+
+      const broker = await Worker.start('workers/aedes-ref.ts')
+      let theirs: Step[]
+      try {
+        const port = await broker.call<number>('start')
+        theirs = await climb(ctx, 'bare Aedes', port, Array.from({ length: k }, (_, i) => ({ device_id: `ref${i}` })), stepMs)
+      } finally {
+        await broker.stop()
+      }
+      const levelDir = await tempDir('level')
+      const level = await loader.call<{ perSecond: number }>('levelBatches', levelDir, ctx.quick ? 50_000 : 300_000, 1000)
+      await rm(levelDir, { recursive: true, force: true })
+
+      const cap = capacity(mine)
+      const refCap = capacity(theirs)
+      const capValue = cap?.achieved ?? 0
+      const top = mine[mine.length - 1]
+      // Lost = acknowledged but not in the store. Unacknowledged readings at the failing step are not lost: a QoS 1 device resends them.
+      const lost = Math.max(0, acked - raw)
+      const notes = [
+        `${k} devices, steps of ${stepMs / 1000} s: ${mine.map(s => `${s.rate}/s→p99 ${s.p99.toFixed(1)} ms${s.ok ? '' : ' (fail)'}`).join(', ')}`,
+        `reference steps: ${theirs.map(s => `${s.rate}/s→p99 ${s.p99.toFixed(1)} ms${s.ok ? '' : ' (fail)'}`).join(', ')}`,
+        `${acked} readings acknowledged by hr-relay, ${raw} raw readings in the store after the run; ${mine.reduce((n, s) => n + s.unacked + s.failed, 0)} without PUBACK at the failing step`
+      ]
+      if (top !== undefined && top.ok) notes.push('the last step passed: the capacity is at least the figure shown (the generator or the step list is the limit)')
+      return {
+        figures: [
+          figure('QoS 1 readings/s stored and acknowledged (p99 <= 100 ms)', capValue, 'readings/s', { name: 'bare Aedes QoS 1', value: refCap?.achieved ?? 0 }, { text: '>= 20,000 readings/s', met: capValue >= 20_000 }),
+          figure('raw level batch writes (sync, 1000 per batch)', capValue, 'readings/s', { name: 'level batch', value: level.perSecond }),
+          figure('PUBACK p99 at that rate', cap?.p99 ?? Number.NaN, 'ms', { name: 'bare Aedes', value: refCap?.p99 ?? Number.NaN })
+        ],
+        lost,
+        notes
+      }
+    } finally {
+      await loader.stop()
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+}

@@ -1,0 +1,61 @@
+// latest-http: GET /api/v1/data/heart_rate/latest with a valid token, 50
+// connections, no pipelining (autocannon in its own process). Reference: a
+// bare Fastify route at the same path returning a constant, same settings.
+import { createUsers } from './lib/admin.ts'
+import { autocannon, type CannonResult } from './lib/autocannon.ts'
+import { BenchFailure } from './lib/errors.ts'
+import { Worker } from './lib/proc.ts'
+import { figure } from './lib/results.ts'
+import type { Context, Outcome, Scenario } from './lib/scenario.ts'
+import { requireRoute, startServer } from './lib/server.ts'
+
+const PATH = '/api/v1/data/heart_rate/latest'
+
+export const latestHttp: Scenario = {
+  name: 'latest-http',
+  reference: 'a bare Fastify route returning a constant reading, same autocannon settings',
+  async run (ctx: Context): Promise<Outcome> {
+    const durationS = ctx.quick ? 3 : 10
+    const rounds = ctx.quick ? 1 : 2
+    // The per-token rate limit (default 20/s) would answer 429; it stays on with a limit no run reaches.
+    const server = await startServer({ config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+    const ref = await Worker.start('workers/fastify-ref.ts')
+    try {
+      const [user] = await createUsers(server, 1, 'latest')
+      if (user === undefined) throw new BenchFailure('no user')
+      const auth = { authorization: `Bearer ${user.token}` }
+      const measuredAt = Date.now() - 1000
+      const post = await fetch(`${server.url}/api/v1/data`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 77 } }) })
+      if (post.status === 404) await requireRoute(server, '/api/v1/data')
+      if (post.status !== 200) throw new BenchFailure(`POST /api/v1/data answered ${post.status} ${await post.text()}`)
+      const check = await requireRoute(server, PATH, auth)
+      const body = await check.json() as { measured_at?: number, data?: { heart_rate?: number } }
+      if (check.status !== 200 || body.measured_at !== measuredAt || body.data?.heart_rate !== 77) throw new BenchFailure(`GET ${PATH} answered ${check.status} ${JSON.stringify(body)}, not the reading just written`)
+      const refUrl = await ref.call<string>('start')
+      const mine: CannonResult[] = []; const theirs: CannonResult[] = []
+      // One second of each first, not recorded (JIT, connection setup).
+      await autocannon(refUrl + PATH, { connections: 50, durationS: 1 })
+      await autocannon(server.url + PATH, { connections: 50, durationS: 1, headers: auth })
+      for (let r = 0; r < rounds; r++) {
+        ctx.log(`latest-http: round ${r + 1}/${rounds}`)
+        theirs.push(await autocannon(refUrl + PATH, { connections: 50, durationS }))
+        mine.push(await autocannon(server.url + PATH, { connections: 50, durationS, headers: auth }))
+      }
+      const avg = (xs: CannonResult[], k: keyof CannonResult): number => xs.reduce((s, x) => s + x[k], 0) / xs.length
+      const rps = avg(mine, 'requestsPerSecond'); const refRps = avg(theirs, 'requestsPerSecond')
+      const bad = mine.reduce((s, x) => s + x.non2xx + x.errors + x.timeouts, 0)
+      return {
+        figures: [
+          figure('requests/s, 50 connections', rps, 'req/s', { name: 'bare Fastify', value: refRps }, { text: '>= 0.8x reference', met: rps >= 0.8 * refRps && bad === 0 }),
+          figure('p50 latency', avg(mine, 'latencyP50'), 'ms', { name: 'bare Fastify', value: avg(theirs, 'latencyP50') }),
+          figure('p99 latency', avg(mine, 'latencyP99'), 'ms', { name: 'bare Fastify', value: avg(theirs, 'latencyP99') }),
+          figure('non-2xx, errors, timeouts', bad, 'responses', undefined, { text: 'none', met: bad === 0 })
+        ],
+        lost: 0,
+        notes: [`${rounds} round(s) of ${durationS} s each, reference and hr-relay alternating; ${mine.reduce((s, x) => s + x.total, 0)} requests to hr-relay`]
+      }
+    } finally {
+      await ref.stop(); await server.stop()
+    }
+  }
+}

@@ -1,0 +1,26 @@
+// Worker: the reference broker. A bare Aedes instance on a loopback TCP port
+// with its default in-memory persistence: no authentication, no storage, no
+// API. Whatever hr-relay adds on its MQTT path is measured against this.
+import { createServer, type Server } from 'node:net'
+import { Aedes } from 'aedes'
+import { serve } from '../lib/proc.ts'
+
+let server: Server | null = null
+let broker: Aedes | null = null
+
+async function start (): Promise<number> {
+  broker = await Aedes.createBroker()
+  const b = broker
+  server = createServer(socket => { b.handle(socket) })
+  await new Promise<void>(resolve => { server?.listen(0, '127.0.0.1', () => { resolve() }) })
+  const addr = server.address()
+  if (addr === null || typeof addr === 'string') throw new Error('no port')
+  return addr.port
+}
+
+async function stop (): Promise<void> {
+  await new Promise<void>(resolve => { broker?.close(() => { resolve() }) })
+  await new Promise<void>(resolve => { server?.close(() => { resolve() }) })
+}
+
+serve({ start, stop })

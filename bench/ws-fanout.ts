@@ -1,0 +1,99 @@
+// ws-fanout: one user streaming at 1 Hz to many WebSocket viewers, and 10
+// users to 100 viewers each. A reading enters as a device's MQTT publish;
+// latency is publish → receipt at every viewer. Reference: a bare `ws` server
+// forwarding the same payloads from a publisher socket to the same viewers.
+import { fleet, freshCopy } from './lib/fleet.ts'
+import { deliveryMany, type Delivery } from './lib/latency.ts'
+import { Worker } from './lib/proc.ts'
+import { figure, type Figure } from './lib/results.ts'
+import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { requireMqtt, startServer } from './lib/server.ts'
+import { openViewers, viewersFor } from './lib/viewers.ts'
+import type { PublishReport } from './workers/mqtt-devices.ts'
+import type { Receipts, Viewer } from './workers/ws-viewers.ts'
+
+interface Case { users: number, viewersPerUser: number }
+const cases = (quick: boolean): Case[] => quick ? [{ users: 1, viewersPerUser: 200 }, { users: 10, viewersPerUser: 20 }] : [{ users: 1, viewersPerUser: 1000 }, { users: 10, viewersPerUser: 100 }]
+
+/** Viewer workers: two processes share the connections. */
+async function viewerPool (viewers: Viewer[], open: (w: Worker, vs: Viewer[]) => Promise<void>): Promise<Worker[]> {
+  const workers = [await Worker.start('workers/ws-viewers.ts'), await Worker.start('workers/ws-viewers.ts')]
+  await Promise.all(workers.map(async (w, k) => { await open(w, viewers.filter((_, i) => i % workers.length === k)) }))
+  return workers
+}
+
+function perLabel (c: Case): Map<number, number> {
+  return new Map(Array.from({ length: c.users }, (_, i) => [i, c.viewersPerUser]))
+}
+
+async function hrRelay (ctx: Context, c: Case, windowMs: number): Promise<Delivery> {
+  const f = await fleet(c.users, ctx.log)
+  const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+  const devices = await Worker.start('workers/mqtt-devices.ts')
+  let viewers: Worker[] = []
+  try {
+    const port = requireMqtt(server)
+    viewers = await viewerPool(viewersFor(server.url, f.users.slice(0, c.users), c.viewersPerUser), openViewers)
+    await devices.call('connect', port, f.devices.slice(0, c.users))
+    await devices.call('publish', { rate: c.users, durationMs: 1000, qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
+    await Promise.all(viewers.map(async w => await w.call('start')))
+    const report = await devices.call<PublishReport>('publish', { rate: c.users, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
+    await sleep(1500)
+    const receipts = await Promise.all(viewers.map(async w => await w.call<Receipts>('collect')))
+    await devices.call('close')
+    return deliveryMany(report.sends, receipts, perLabel(c))
+  } finally {
+    await devices.stop()
+    for (const w of viewers) await w.stop()
+    await server.stop()
+  }
+}
+
+async function reference (c: Case, windowMs: number): Promise<Delivery> {
+  const server = await Worker.start('workers/ws-broadcast-ref.ts')
+  const pub = await Worker.start('workers/ws-publisher.ts')
+  let viewers: Worker[] = []
+  try {
+    const port = await server.call<number>('start')
+    const vs: Viewer[] = []
+    for (let u = 0; u < c.users; u++) for (let k = 0; k < c.viewersPerUser; k++) vs.push({ url: `ws://127.0.0.1:${port}/view/${u}`, label: u })
+    viewers = await viewerPool(vs, async (w, part) => { await w.call('open', part) })
+    await pub.call('open', port, c.users)
+    await pub.call('publish', 1, 1000)
+    await Promise.all(viewers.map(async w => await w.call('start')))
+    const { sends } = await pub.call<{ sends: Map<string, number> }>('publish', 1, windowMs)
+    await sleep(1500)
+    const receipts = await Promise.all(viewers.map(async w => await w.call<Receipts>('collect')))
+    await pub.call('close')
+    return deliveryMany(sends, receipts, perLabel(c))
+  } finally {
+    await pub.stop()
+    for (const w of viewers) await w.stop()
+    await server.stop()
+  }
+}
+
+export const wsFanout: Scenario = {
+  name: 'ws-fanout',
+  reference: 'a bare `ws` server forwarding the same payloads from a publisher socket to the same viewers',
+  fleetSize: () => 10,
+  async run (ctx: Context): Promise<Outcome> {
+    const windowMs = ctx.quick ? 3000 : 20_000
+    const figures: Figure[] = []
+    const notes: string[] = []
+    let lost = 0
+    for (const c of cases(ctx.quick)) {
+      const label = `${c.users} user${c.users > 1 ? 's' : ''} × ${c.viewersPerUser} viewers`
+      ctx.log(`ws-fanout: ${label} through hr-relay`)
+      const d = await hrRelay(ctx, c, windowMs)
+      ctx.log(`ws-fanout: ${label} through bare ws`)
+      const ref = await reference(c, windowMs)
+      figures.push(figure(`p50 delivery, ${label}`, d.summary.p50, 'ms', { name: 'bare ws', value: ref.summary.p50 }))
+      figures.push(figure(`p99 delivery, ${label}`, d.summary.p99, 'ms', { name: 'bare ws', value: ref.summary.p99 }, { text: 'p99 <= 20 ms', met: d.summary.p99 <= 20 }))
+      figures.push(figure(`deliveries lost, ${label}`, d.lost, 'messages', undefined, { text: 'zero lost', met: d.lost === 0 }))
+      notes.push(`${label}: ${d.expected} deliveries expected in ${windowMs / 1000} s, ${d.received} received; reference lost ${ref.lost}. Latency includes hr-relay's MQTT ingest and fsync before the fan-out.`)
+      lost += d.lost
+    }
+    return { figures, lost, notes }
+  }
+}
