@@ -67,6 +67,7 @@ export class BleSource implements Source {
   private controller: AbortController | undefined
   private supervisor: Promise<void> | undefined
   private unavailableLogged = false
+  private lastFailureLogged: string | undefined
   private poweredOff = false
   private discoveryLogged = false
   private onExternalAbort: (() => void) | undefined
@@ -106,6 +107,8 @@ export class BleSource implements Source {
     if (this.onExternalAbort !== undefined) this.externalSignal?.removeEventListener('abort', this.onExternalAbort)
     this.onExternalAbort = undefined
     await this.supervisor
+    this.supervisor = undefined
+    this.controller = undefined
     this.setState('stopped')
   }
 
@@ -155,7 +158,10 @@ export class BleSource implements Source {
       return
     }
     const detail = describeError(err)
-    this.log.warn({ err: detail }, 'BLE session ended; reopening')
+    // Once per distinct reason, like the unavailable case: no log line per retry.
+    if (detail !== this.lastFailureLogged) this.log.warn({ err: detail }, 'BLE session ended; reopening with backoff')
+    else this.log.debug({ err: detail }, 'BLE session still failing')
+    this.lastFailureLogged = detail
     this.setState('degraded', detail)
   }
 
@@ -186,6 +192,7 @@ export class BleSource implements Source {
     this.adapter = adapter
     if (this.unavailableLogged) this.log.info('BlueZ reachable again')
     this.unavailableLogged = false
+    this.lastFailureLogged = undefined
     this.discoveryLogged = false
     this.log.info({ adapter: name }, 'BlueZ session open')
     established()
@@ -253,8 +260,9 @@ export class BleSource implements Source {
     const uuids = Array.isArray(props.UUIDs) ? props.UUIDs as unknown[] : []
     if (!uuids.includes(HEART_RATE_SERVICE_UUID)) return
     const link = this.links.get(address)
-    const connected = props.Connected === true
-    const battery = link?.battery ?? (connected ? await session.battery(path, signal) : undefined)
+    // BlueZ < 5.80 shows the battery as Battery1 on the device while connected.
+    const battery = props.Connected === true ? await session.battery(path, signal) : undefined
+    if (link !== undefined && battery !== undefined) link.battery = battery
     const name = typeof props.Alias === 'string' ? props.Alias : typeof props.Name === 'string' ? props.Name : undefined
     this.sink?.device({
       device_id: address,
@@ -278,6 +286,7 @@ export class BleSource implements Source {
         gattTimeoutMs: this.o.gattTimeoutMs,
         backoff: this.o.backoff,
         maxInFlight: this.o.maxInFlight,
+        paused: () => this.poweredOff,
         onChange: () => { this.emitStatus() }
       })
       this.links.set(address, created)

@@ -30,11 +30,15 @@ export interface StrapLinkOptions {
   gattTimeoutMs: number
   backoff: BackoffOptions
   maxInFlight: number
+  /** True while the adapter is off: no attempts until kick(). */
+  paused: () => boolean
   /** Called whenever `connected` changes. */
   onChange: () => void
 }
 
 const SERVICES_POLL_MS = 100
+/** While paused, look again this often even without a kick (belt and braces). */
+const PAUSED_RECHECK_MS = 60_000
 
 export class StrapLink {
   readonly address: string
@@ -88,6 +92,8 @@ export class StrapLink {
 
   private async run (): Promise<void> {
     while (!this.stopped) {
+      while (this.o.paused() && !this.stopped) await this.pausedUntilKicked()
+      if (this.stopped) break
       try {
         await this.connectOnce()
         this.attempt = 0
@@ -104,6 +110,11 @@ export class StrapLink {
       await sleep(delay, AbortSignal.any([this.wake.signal, this.stopController.signal]))
       if (this.wake.signal.aborted) this.wake = new AbortController()
     }
+  }
+
+  private async pausedUntilKicked (): Promise<void> {
+    if (this.wake.signal.aborted) this.wake = new AbortController()
+    await sleep(PAUSED_RECHECK_MS, AbortSignal.any([this.wake.signal, this.stopController.signal]))
   }
 
   private logFailure (err: unknown): void {

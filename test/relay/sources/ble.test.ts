@@ -119,3 +119,18 @@ t.test('body sensor location is read on connect and nothing is written to the co
   t.match(connectedLine, { component: 'ble', device: A, location: 'Wrist' })
   t.same(a.controlPointWrites, [], 'the relay does not reset energy on its own')
 })
+
+t.test('battery changes reach sightings and later readings', async t => {
+  const world = await startBleWorld(t)
+  const a = world.emulator.addStrap({ address: A, battery: 90 })
+  const sink = new RecordingSink()
+  const source = new BleSource(FAST)
+  world.onTeardown(() => source.stop())
+  await source.start(new AbortController().signal, sink)
+  await sink.waitFor('connected', () => source.status().connected === 1)
+  a.setBattery(35)
+  await sink.waitFor('sighting with 35 %', () => sink.sightings.some(s => s.device_id === A && s.battery_percent === 35 && s.connected))
+  t.equal(a.sendHeartRate({ heart_rate: 58 }), true)
+  await sink.waitFor('reading', () => sink.readings.length === 1)
+  t.match(sink.readings[0], { device_id: A, heart_rate: 58, battery_percent: 35 })
+})
