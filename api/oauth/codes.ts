@@ -83,6 +83,7 @@ export class OAuthState {
   /** digest(user code) → digest(device code) */
   readonly userCodes: Sub<string>
   readonly lock = new KeyedLock()
+  private lastPrune = 0
 
   constructor (readonly store: Store) {
     this.codes = store.sub<CodeRecord>('oauth_codes')
@@ -91,7 +92,32 @@ export class OAuthState {
   }
 
   /** Stores a new authorization code and returns it (the only time it exists in clear). */
+  /**
+   * Deletes codes and device sessions that ended more than `graceMs` ago
+   * (used codes are kept that long so a late reuse still revokes its tokens).
+   */
+  async prune (now = Date.now(), graceMs = 86_400_000): Promise<number> {
+    const ops: BatchOp[] = []
+    for await (const [k, v] of this.codes.iterator()) if (v.expires_at + graceMs < now) ops.push({ type: 'del', sublevel: this.codes, key: k })
+    for await (const [k, v] of this.devices.iterator()) {
+      if (v.expires_at + graceMs >= now) continue
+      ops.push({ type: 'del', sublevel: this.devices, key: k })
+      // The user code may belong to a newer session by now; only drop the index entry if it is this one's.
+      if (await this.userCodes.get(v.user_code_digest) === k) ops.push({ type: 'del', sublevel: this.userCodes, key: v.user_code_digest })
+    }
+    await this.store.batch(ops, { sync: true })
+    return ops.length
+  }
+
+  /** Runs prune() at most once an hour, in the background. */
+  private maybePrune (now: number): void {
+    if (now - this.lastPrune < 3_600_000) return
+    this.lastPrune = now
+    this.prune(now).catch(() => undefined)
+  }
+
   async createCode (input: Omit<CodeRecord, 'family' | 'created_at' | 'expires_at' | 'used_at'>, ttlSeconds: number, now = Date.now()): Promise<string> {
+    this.maybePrune(now)
     const code = newSecret(32)
     const rec: CodeRecord = { ...input, family: newId(), created_at: now, expires_at: now + Math.min(ttlSeconds, 600) * 1000, used_at: null }
     await this.store.batch([{ type: 'put', sublevel: this.codes, key: digest(code), value: rec }], { sync: true })
@@ -108,6 +134,7 @@ export class OAuthState {
   }
 
   async createDevice (input: { client_id: string, scopes: string[] }, ttlSeconds: number, interval: number, now = Date.now()): Promise<{ device_code: string, user_code: string }> {
+    this.maybePrune(now)
     const deviceCode = newSecret(32)
     let userCode = newUserCode()
     // 20^8 codes; a collision with a live session is rare, but never hand out one twice.
