@@ -63,6 +63,7 @@ interface DemoState {
   members: DemoMember[]
   token?: string
   room_id?: string
+  display_id?: string
 }
 
 export interface DemoInfo {
@@ -95,21 +96,19 @@ async function serverMqttPort (dataDir: string): Promise<number | null> {
   } catch { return null }
 }
 
-/** Creates (or finds) the room through the admin API when the service has room commands. */
-async function ensureRoom (admin: AdminClient, state: DemoState, log: Logger): Promise<string | null> {
-  if (state.room_id !== undefined) return state.room_id
-  const create = [['room', 'create'], ['room', 'add']].find(w => AdminClient.has(w))
-  if (create === undefined) { log.info('demo: this hr-relay has no room admin commands yet; no room created'); return null }
-  const r = await admin.command(create, ['Spinning class'], { name: 'Spinning class', json: true })
+/** Creates the room and adds the members through the admin API (`room add`, `room member add`), once. */
+async function ensureRoom (admin: AdminClient, state: DemoState, log: Logger): Promise<{ room_id: string, display_id: string } | null> {
+  if (state.room_id !== undefined && state.display_id !== undefined) return { room_id: state.room_id, display_id: state.display_id }
+  if (!AdminClient.has(['room', 'add']) || !AdminClient.has(['room', 'member', 'add'])) { log.info('demo: this hr-relay has no room admin commands; no room created'); return null }
+  const r = await admin.command(['room', 'add'], ['Spinning class'])
   const roomId = r.body?.room_id as string | undefined
-  if (r.status > 299 || roomId === undefined) { log.warn({ status: r.status }, 'demo: could not create the room'); return null }
+  const displayId = r.body?.display_id as string | undefined
+  if (r.status > 299 || roomId === undefined || displayId === undefined) { log.warn({ status: r.status }, 'demo: could not create the room'); return null }
   for (const m of state.members) {
-    const joinCmd = [['room', 'member', 'add'], ['room', 'add-member'], ['room', 'join']].find(w => AdminClient.has(w))
-    if (joinCmd === undefined) break
-    const res = await admin.command(joinCmd, [roomId, m.username], { user: m.username, json: true })
+    const res = await admin.command(['room', 'member', 'add'], [roomId, m.username], { 'display-name': m.label })
     if (res.status > 299) log.warn({ status: res.status, member: m.username }, 'demo: could not add a room member')
   }
-  return roomId
+  return { room_id: roomId, display_id: displayId }
 }
 
 export async function startDemo (service: RunningService, log: Logger): Promise<DemoHandle> {
@@ -147,8 +146,9 @@ export async function startDemo (service: RunningService, log: Logger): Promise<
   }
   state.token ??= await admin.issueToken((state.members[0] as DemoMember).username, DEMO_TOKEN_SCOPES)
   await save()
-  const roomId = await ensureRoom(admin, state, dlog)
-  if (roomId !== null) { state.room_id = roomId; await save() }
+  const room = await ensureRoom(admin, state, dlog)
+  if (room !== null) { state.room_id = room.room_id; state.display_id = room.display_id; await save() }
+  const roomId = room?.room_id ?? null
 
   const members = state.members
   const devices: SimDevice[] = members.map((m, i) => ({ index: i, device_id: transportName === 'mqtt' ? m.device_id : m.username, label: m.label }))
@@ -168,7 +168,7 @@ export async function startDemo (service: RunningService, log: Logger): Promise<
     transport: transportName,
     token,
     room_id: roomId,
-    display_url: roomId === null ? null : `${url}/rooms/${roomId}/display?access_token=${token}`,
+    display_url: room === null ? null : `${url}/rooms/${room.room_id}/display?display_id=${room.display_id}`,
     curl: `curl -H 'Authorization: Bearer ${token}' ${url}/api/v1/data/heart_rate/latest`,
     members: members.map(m => ({ username: m.username, device_id: devices[members.indexOf(m)]?.device_id ?? m.device_id }))
   }

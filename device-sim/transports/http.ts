@@ -18,6 +18,8 @@ export class HttpTransport implements SimTransport {
   private devices: SimDevice[] = []
   /** Status codes of answers other than 200 to good readings. */
   readonly statuses = new Map<number, number>()
+  /** Status codes the service answered to injected faults, by fault kind (e.g. garbage → 400). */
+  readonly faultStatuses = new Map<string, number[]>()
 
   constructor (private readonly options: HttpTransportOptions) {}
 
@@ -54,7 +56,8 @@ export class HttpTransport implements SimTransport {
     const body = kind === 'garbage'
       ? '{"measured_at": 1700000000000, "data": {"heart_rate": '
       : JSON.stringify({ measured_at: Date.now(), data: { heart_rate: 70 }, pad: 'x'.repeat(this.options.oversizedBytes ?? 262144) })
-    await this.post(device, body)
+    const status = await this.post(device, body)
+    this.faultStatuses.set(kind, [...(this.faultStatuses.get(kind) ?? []), status])
     return 'injected'
   }
 
