@@ -11,7 +11,9 @@ import { gameModPlugin } from './gamemod.ts'
 import { featureFlagsPlugin } from './feature-flags.ts'
 import { roomsPlugin } from './rooms.ts'
 import { adminRoomsPlugin } from './admin-rooms.ts'
+import { adminDevicesPlugin } from './admin-devices.ts'
 import { oauthPlugin } from '../oauth/plugin.ts'
+import { webPlugin } from '../web/pages.ts'
 
 export const apiFeatures: FastifyPluginAsync[] = [
   adminPlugin,
@@ -24,5 +26,7 @@ export const apiFeatures: FastifyPluginAsync[] = [
   featureFlagsPlugin,
   roomsPlugin,
   adminRoomsPlugin,
-  oauthPlugin
+  adminDevicesPlugin,
+  oauthPlugin,
+  webPlugin
 ]

@@ -1,0 +1,66 @@
+// Operator sign-in for the operator pages. A plain link cannot carry the admin
+// token in an Authorization header, so /operator/signin takes the admin token
+// (<data-dir>/admin-token) in a form, compares its SHA-256 digest in constant
+// time, and starts a fresh session (new id and CSRF token, the sign-in
+// session module of api/oauth) marked as an operator session. Deny by default:
+// every /operator page needs that mark, every form its CSRF token. Failed
+// attempts are limited per address. Operator sessions live in memory only.
+import { timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { digest } from '../store/secrets.ts'
+import { AttemptLimiter } from '../oauth/rate-limit.ts'
+import type { Session } from '../oauth/session.ts'
+import { sessionsOf } from './guard.ts'
+
+const MAX_OPERATOR_SESSIONS = 100
+
+interface OperatorState { keys: Set<string>, attempts: AttemptLimiter }
+const states = new WeakMap<object, OperatorState>()
+
+function stateOf (app: FastifyInstance): OperatorState {
+  let s = states.get(app.hr)
+  if (s === undefined) { s = { keys: new Set(), attempts: new AttemptLimiter(10, 60_000) }; states.set(app.hr, s) }
+  return s
+}
+
+export function adminTokenMatches (app: FastifyInstance, given: string): boolean {
+  if (given.length === 0 || given.length > 200) return false
+  const a = Buffer.from(digest(given), 'hex')
+  const b = Buffer.from(app.hr.adminTokenDigest, 'hex')
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** The operator session of this request, if any. */
+export function operatorSession (app: FastifyInstance, request: FastifyRequest): Session | undefined {
+  const session = sessionsOf(app).find(request)
+  if (session === undefined) return undefined
+  return stateOf(app).keys.has(session.key) ? session : undefined
+}
+
+export type SignInResult = 'ok' | 'wrong' | 'limited'
+
+/** Checks the admin token and, when right, starts an operator session (replacing the current one). */
+export function operatorSignIn (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, token: string): SignInResult {
+  const state = stateOf(app)
+  const keys = [`ip:${request.ip}`]
+  if (state.attempts.blocked(keys)) return 'limited'
+  if (!adminTokenMatches(app, token)) { state.attempts.fail(keys); return 'wrong' }
+  const sessions = sessionsOf(app)
+  const previous = sessions.find(request)
+  if (previous !== undefined) state.keys.delete(previous.key)
+  const session = sessions.start(reply, null, previous)
+  while (state.keys.size >= MAX_OPERATOR_SESSIONS) {
+    const oldest = state.keys.values().next()
+    if (oldest.done === true) break
+    state.keys.delete(oldest.value)
+  }
+  state.keys.add(session.key)
+  return 'ok'
+}
+
+export function operatorSignOut (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): void {
+  const sessions = sessionsOf(app)
+  const session = sessions.find(request)
+  if (session !== undefined) stateOf(app).keys.delete(session.key)
+  sessions.end(reply, session)
+}

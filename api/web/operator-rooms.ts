@@ -1,0 +1,114 @@
+// /operator/rooms: create and rename rooms, add and remove members, show and
+// revoke (rotate) the room display link
+// <public_url>/rooms/<room_id>/display?display_id=<display_id>.
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { RoomRecord } from '../store/rooms.ts'
+import type { Session } from '../oauth/session.ts'
+import { esc, field, notice, postForm, sendPage, table } from './html.ts'
+import { one } from './guard.ts'
+import { operatorNav } from './nav.ts'
+import { operatorForm, operatorPage } from './operator.ts'
+
+export function displayUrl (publicUrl: string, room: RoomRecord): string {
+  return `${publicUrl}/rooms/${encodeURIComponent(room.room_id)}/display?display_id=${encodeURIComponent(room.display_id)}`
+}
+
+const DONE: Record<string, string> = {
+  created: 'Room created.', renamed: 'Room renamed.', added: 'Member saved.', removed: 'Member removed.', revoked: 'Display link revoked; the new link is shown below.'
+}
+
+function roomSection (publicUrl: string, csrf: string, room: RoomRecord, usernames: Map<string, string>, userOptions: string): string {
+  const base = `/operator/rooms/${encodeURIComponent(room.room_id)}`
+  const p = room.room_id.slice(0, 8)
+  const members = room.members.map(m => [
+    esc(m.display_name), esc(usernames.get(m.profile_id) ?? m.profile_id), esc(m.max_heart_rate ?? 'from profile'),
+    postForm(`${base}/members/${encodeURIComponent(m.profile_id)}/remove`, csrf, `<button type="submit" class="danger" aria-label="Remove ${esc(m.display_name)} from ${esc(room.name)}">Remove</button>`, 'class="inline"')
+  ])
+  const link = displayUrl(publicUrl, room)
+  return `<section class="room-item" aria-labelledby="r-${esc(p)}"><h2 id="r-${esc(p)}">${esc(room.name)}</h2>
+<p>Display link (open it on the gym screen; anyone with it can watch): <a class="mono display-link" href="${esc(link)}">${esc(link)}</a></p>
+${postForm(`${base}/display/revoke`, csrf, `<button type="submit" class="danger">Revoke display link of ${esc(room.name)}</button>`)}
+${table(`Members of ${room.name}`, ['Display name', 'User', 'Max heart rate', ''], members, 'no members yet')}
+${postForm(`${base}/members`, csrf, `<fieldset><legend>Add or update a member of ${esc(room.name)}</legend>
+${field(`${p}-user`, 'User', `<select id="${p}-user" name="username" required>${userOptions}</select>`)}
+${field(`${p}-dn`, 'Display name (shown on the screen)', `<input type="text" id="${p}-dn" name="display_name" maxlength="60" placeholder="the user's display name">`)}
+${field(`${p}-max`, 'Maximum heart rate (optional; else from the profile, 220 − age, or 190)', `<input type="number" id="${p}-max" name="max_heart_rate" min="60" max="260">`)}
+<button type="submit">Save member</button></fieldset>`)}
+${postForm(`${base}/rename`, csrf, `${field(`${p}-name`, `New name for ${room.name}`, `<input type="text" id="${p}-name" name="name" required maxlength="100" value="${esc(room.name)}">`)}<button type="submit">Rename</button>`)}
+</section>`
+}
+
+export async function roomRoutes (app: FastifyInstance): Promise<void> {
+  const page = async (reply: FastifyReply, session: Session, status: number, message?: string, error?: string): Promise<FastifyReply> => {
+    const users = await app.hr.users.list()
+    const usernames = new Map(users.map(u => [u.profile_id, u.username]))
+    const options = users.map(u => `<option value="${esc(u.username)}">${esc(u.username)}${u.display_name === undefined ? '' : ` (${esc(u.display_name)})`}</option>`).join('')
+    const rooms = app.hr.rooms.list()
+    const body = `${notice(message)}${notice(error, 'error')}
+${postForm('/operator/rooms', session.csrf, `<fieldset><legend>Create a room</legend>${field('new-room', 'Room name', '<input type="text" id="new-room" name="name" required maxlength="100">')}<button type="submit">Create room</button></fieldset>`)}
+${rooms.map(r => roomSection(app.hr.config.publicUrl, session.csrf, r, usernames, options)).join('\n')}
+${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
+    return await sendPage(reply, status, 'Rooms', body, operatorNav(session.csrf, '/operator/rooms'))
+  }
+  const done = async (reply: FastifyReply, what: string): Promise<FastifyReply> => await reply.redirect(`/operator/rooms?done=${what}`, 303)
+  const roomOf = (params: unknown): RoomRecord | undefined => app.hr.rooms.get((params as { room_id: string }).room_id)
+
+  app.get('/operator/rooms', async (request, reply) => {
+    const session = await operatorPage(app, request, reply)
+    if (session === null) return reply
+    return await page(reply, session, 200, DONE[String((request.query as Record<string, unknown>)?.done ?? '')])
+  })
+
+  app.post('/operator/rooms', async (request, reply) => {
+    const f = await operatorForm(app, request, reply)
+    if (f === null) return reply
+    const name = one(f.form, 'name').trim()
+    if (name.length === 0 || name.length > 100) return await page(reply, f.session, 400, undefined, 'The room name must be 1 to 100 characters.')
+    await app.hr.rooms.create(name)
+    return await done(reply, 'created')
+  })
+
+  app.post('/operator/rooms/:room_id/rename', async (request, reply) => {
+    const f = await operatorForm(app, request, reply)
+    if (f === null) return reply
+    const room = roomOf(request.params)
+    const name = one(f.form, 'name').trim()
+    if (room === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
+    if (name.length === 0 || name.length > 100) return await page(reply, f.session, 400, undefined, 'The room name must be 1 to 100 characters.')
+    await app.hr.rooms.rename(room.room_id, name)
+    return await done(reply, 'renamed')
+  })
+
+  app.post('/operator/rooms/:room_id/members', async (request, reply) => {
+    const f = await operatorForm(app, request, reply)
+    if (f === null) return reply
+    const room = roomOf(request.params)
+    if (room === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
+    const user = await app.hr.users.byUsername(one(f.form, 'username'))
+    if (user === undefined) return await page(reply, f.session, 400, undefined, 'No such user.')
+    const displayName = one(f.form, 'display_name').trim() || user.display_name || user.username
+    if (displayName.length > 60) return await page(reply, f.session, 400, undefined, 'The display name must be at most 60 characters.')
+    const maxText = one(f.form, 'max_heart_rate').trim()
+    const max = maxText === '' ? null : Number(maxText)
+    if (max !== null && (!Number.isInteger(max) || max < 60 || max > 260)) return await page(reply, f.session, 400, undefined, 'The maximum heart rate must be a whole number from 60 to 260.')
+    await app.hr.rooms.upsertMember(room.room_id, user.profile_id, { display_name: displayName, max_heart_rate: max })
+    return await done(reply, 'added')
+  })
+
+  app.post('/operator/rooms/:room_id/members/:profile_id/remove', async (request, reply) => {
+    const f = await operatorForm(app, request, reply)
+    if (f === null) return reply
+    const room = roomOf(request.params)
+    const { profile_id: profileId } = request.params as { profile_id: string }
+    if (room === undefined || !await app.hr.rooms.removeMember(room.room_id, profileId)) return await page(reply, f.session, 404, undefined, 'No such room member.')
+    return await done(reply, 'removed')
+  })
+
+  app.post('/operator/rooms/:room_id/display/revoke', async (request, reply) => {
+    const f = await operatorForm(app, request, reply)
+    if (f === null) return reply
+    const room = roomOf(request.params)
+    if (room === undefined || await app.hr.rooms.rotateDisplay(room.room_id) === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
+    return await done(reply, 'revoked')
+  })
+}

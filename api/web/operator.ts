@@ -1,0 +1,110 @@
+// Operator pages: sign-in with the admin token (operator-auth.ts), overview
+// with the relay's sources and their health, users and clients; rooms
+// (operator-rooms.ts) and devices (operator-devices.ts).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { useStrictForms } from '../oauth/form.ts'
+import { premiumActive } from '../store/users.ts'
+import type { Session } from '../oauth/session.ts'
+import { esc, field, hidden, notice, sendPage, table, when } from './html.ts'
+import { checkedForm, one, sessionsOf } from './guard.ts'
+import { operatorNav } from './nav.ts'
+import { operatorSession, operatorSignIn, operatorSignOut } from './operator-auth.ts'
+import { roomRoutes } from './operator-rooms.ts'
+import { deviceRoutes } from './operator-devices.ts'
+import type { FormParams } from '../oauth/form.ts'
+
+/** The operator session of a page request, or null after redirecting to the operator sign-in. */
+export async function operatorPage (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<Session | null> {
+  const s = operatorSession(app, request)
+  if (s !== undefined) return s
+  await reply.header('cache-control', 'no-store').redirect('/operator/signin', 303)
+  return null
+}
+
+/** The form of an operator POST (valid CSRF and an operator session), or null after a 400/403 page. */
+export async function operatorForm (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<{ form: FormParams, session: Session } | null> {
+  const checked = await checkedForm(app, request, reply)
+  if (checked === null) return null
+  if (operatorSession(app, request) === undefined) {
+    await sendPage(reply, 403, 'Operator sign-in required', `<p class="notice error" role="alert">Sign in as the operator first.</p><p><a href="/operator/signin">Operator sign-in</a></p>`)
+    return null
+  }
+  return checked
+}
+
+function signInBody (csrf: string, error?: string): string {
+  return `${notice(error, 'error')}<p>Enter the admin token of this relay. It is in the file <code>admin-token</code> in the data directory (<code>hr-relay admin token</code> prints it).</p>
+<form method="post" action="/operator/signin">${hidden('csrf', csrf)}
+${field('admin-token', 'Admin token', '<input type="password" id="admin-token" name="admin_token" autocomplete="off" required maxlength="200">')}
+<button type="submit">Sign in</button></form>`
+}
+
+export async function operatorRoutes (app: FastifyInstance): Promise<void> {
+  useStrictForms(app)
+
+  app.get('/operator/signin', async (request, reply) => {
+    if (operatorSession(app, request) !== undefined) return await reply.redirect('/operator', 303)
+    const session = sessionsOf(app).ensure(request, reply)
+    return await sendPage(reply, 200, 'Operator sign-in', signInBody(session.csrf))
+  })
+
+  app.post('/operator/signin', async (request, reply) => {
+    const checked = await checkedForm(app, request, reply)
+    if (checked === null) return reply
+    const result = operatorSignIn(app, request, reply, one(checked.form, 'admin_token'))
+    if (result === 'ok') {
+      app.hr.log.child({ component: 'web' }).info({ ip: request.ip }, 'operator signed in')
+      return await reply.header('cache-control', 'no-store').redirect('/operator', 303)
+    }
+    app.hr.log.child({ component: 'web' }).info({ ip: request.ip, result }, 'operator sign-in refused')
+    const status = result === 'limited' ? 429 : 401
+    const msg = result === 'limited' ? 'Too many failed attempts. Wait a minute and try again.' : 'That is not the admin token.'
+    return await sendPage(reply, status, 'Operator sign-in', signInBody(checked.session.csrf, msg))
+  })
+
+  app.post('/operator/signout', async (request, reply) => {
+    const checked = await checkedForm(app, request, reply)
+    if (checked === null) return reply
+    operatorSignOut(app, request, reply)
+    return await reply.redirect('/operator/signin', 303)
+  })
+
+  app.get('/operator', async (request, reply) => {
+    const session = await operatorPage(app, request, reply)
+    if (session === null) return reply
+    const sources = app.hr.health().map(h => [esc(h.id), `<span class="state state-${esc(h.state)}">${esc(h.state)}</span>`, esc(h.detail ?? ''), esc(h.connected ?? '')])
+    const rooms = app.hr.rooms.list()
+    const users = await app.hr.users.list()
+    const body = `<p>${esc(users.length)} users · ${esc(rooms.length)} rooms · <a href="/operator/devices">devices</a></p>
+${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connected'], sources, 'no sources are configured')}
+<p class="muted">The same list is at <a href="/health">/health</a>.</p>`
+    return await sendPage(reply, 200, 'Relay overview', body, operatorNav(session.csrf, '/operator'))
+  })
+
+  app.get('/operator/users', async (request, reply) => {
+    const session = await operatorPage(app, request, reply)
+    if (session === null) return reply
+    const rows = (await app.hr.users.list()).map(u => [
+      esc(u.username), `<code>${esc(u.profile_id)}</code>`, esc(u.display_name ?? ''),
+      esc(premiumActive(u) ? u.premium.plan : 'none'), esc(u.age ?? ''), esc(u.max_heart_rate ?? ''), esc(u.features.join(', ')), esc(when(u.created_at))
+    ])
+    const body = `${table('Users', ['Username', 'Profile id', 'Display name', 'Plan', 'Age', 'Max HR', 'Features', 'Created'], rows)}
+<p class="muted">Create users and grant plans with <code>hr-relay admin user add</code> (README "Operator CLI").</p>`
+    return await sendPage(reply, 200, 'Users', body, operatorNav(session.csrf, '/operator/users'))
+  })
+
+  app.get('/operator/clients', async (request, reply) => {
+    const session = await operatorPage(app, request, reply)
+    if (session === null) return reply
+    const rows = (await app.hr.clients.list()).map(c => [
+      esc(c.name), `<code>${esc(c.client_id)}</code>`, c.redirect_uris.map(u => `<code>${esc(u)}</code>`).join('<br>'),
+      c.secret_hash === null ? 'public' : 'confidential', esc(when(c.created_at))
+    ])
+    const body = `${table('OAuth clients', ['Name', 'Client id', 'Redirect URIs', 'Type', 'Created'], rows)}
+<p class="muted">Register clients with <code>hr-relay admin client add</code>.</p>`
+    return await sendPage(reply, 200, 'Clients', body, operatorNav(session.csrf, '/operator/clients'))
+  })
+
+  await roomRoutes(app)
+  await deviceRoutes(app)
+}

@@ -1,0 +1,66 @@
+// Real headless Chromium (Debian's /usr/bin/chromium) through playwright-core
+// for the web page tests, plus small helpers: write a reading over the API,
+// wait for a condition in the page, and the screenshot folder (git-ignored).
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+
+export const ARTIFACTS = join(import.meta.dirname, '..', '..', 'artifacts')
+
+interface Tap { teardown (fn: () => unknown): void }
+
+export async function launch (t: Tap): Promise<Browser> {
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking']
+  })
+  t.teardown(async () => { await browser.close() })
+  await mkdir(ARTIFACTS, { recursive: true })
+  return browser
+}
+
+/** A fresh context (own cookies) with a 1920x1080 viewport that fails the test on page errors. */
+export async function newPage (browser: Browser, errors: string[] = []): Promise<{ context: BrowserContext, page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1920, height: 1080 } })
+  const page = await context.newPage()
+  page.on('pageerror', err => { errors.push(String(err)) })
+  page.on('console', msg => { if (msg.type() === 'error') errors.push(msg.text()) })
+  return { context, page }
+}
+
+/** Writes one reading with POST /api/v1/data; returns the status. */
+export async function postReading (url: string, token: string, bpm: number, at = Date.now()): Promise<number> {
+  const res = await fetch(`${url}/api/v1/data`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ measured_at: at, data: { heart_rate: bpm } })
+  })
+  await res.text()
+  return res.status
+}
+
+/** Polls fn(arg) in the page until it returns a truthy value (generous timeout, no fixed sleeps; no eval, the pages' CSP forbids it). */
+export async function until<A> (page: Page, fn: (arg: A) => unknown, arg: A, timeout = 20_000): Promise<unknown> {
+  const handle = await page.waitForFunction(fn, arg, { timeout, polling: 100 })
+  return await handle.jsonValue()
+}
+
+/** Waits until the element's text is exactly `text`. */
+export async function textIs (page: Page, selector: string, text: string, timeout = 20_000): Promise<void> {
+  await until(page, ([s, x]) => document.querySelector(s)?.textContent === x, [selector, text] as const, timeout)
+}
+
+/** Waits until the element's data-<key> is `value`. */
+export async function dataIs (page: Page, selector: string, key: string, value: string, timeout = 20_000): Promise<void> {
+  await until(page, ([s, k, v]) => (document.querySelector(s) as HTMLElement | null)?.dataset[k] === v, [selector, key, value] as const, timeout)
+}
+
+/** getComputedStyle(element)[prop]. */
+export async function style (page: Page, selector: string, prop: string): Promise<string> {
+  return await page.$eval(selector, (e, p) => getComputedStyle(e).getPropertyValue(p), prop)
+}
+
+export async function json (res: Response): Promise<any> {
+  const text = await res.text()
+  return text === '' ? undefined : JSON.parse(text)
+}
