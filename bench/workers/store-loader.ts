@@ -12,6 +12,7 @@ import { finish, type Statistics, type Sums } from '../../api/stats.ts'
 import { streamCredit } from '../../api/store/rollups.ts'
 import type { StoredReading } from '../../api/pipeline/reading.ts'
 import { now, serve } from '../lib/proc.ts'
+import { syntheticReading } from '../lib/synthetic.ts'
 
 const GAP_MS = 5000
 
@@ -22,13 +23,6 @@ export interface LoadPlan {
   count: number
   /** Readings per batch (the pipeline's default group limit is 5000). */
   group: number
-}
-
-/** Deterministic 1 Hz series: bpm wanders 55..184; each hour ends with a 10 s gap. */
-export function syntheticReading (profileId: string, start: number, i: number): StoredReading | undefined {
-  if (i % 3600 >= 3590) return undefined
-  const heart = 55 + ((i * 7919) % 97) + Math.round(32 * Math.sin(i / 900))
-  return { profile_id: profileId, measured_at: start + i * 1000, heart_rate: heart, source: 'sim' }
 }
 
 async function load (dir: string, p: LoadPlan): Promise<{ stored: number, ms: number }> {
