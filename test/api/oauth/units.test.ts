@@ -25,7 +25,7 @@ t.test('parseForm decodes strictly', async t => {
   t.same([...r.repeated], ['a'])
   t.same(r.all('a'), ['1', '2'])
   t.equal(r.get('b'), '3')
-  t.throws(() => r.get('a'), { error: 'invalid_request', description: 'parameter a is repeated' })
+  t.throws(() => r.get('a'), new OAuthError('invalid_request', 'parameter a is repeated'))
 
   t.equal(parseForm('a=%FF').error, 'malformed percent-encoding or bytes that are not UTF-8')
   t.equal(parseForm('a=%E0%A4').error, 'malformed percent-encoding or bytes that are not UTF-8')
