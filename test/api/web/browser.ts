@@ -5,6 +5,12 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 
+// Page-side globals used inside the functions these helpers send to the browser
+// (the project's tsconfig has no DOM lib).
+interface PageElement { textContent: string | null, getAttribute (name: string): string | null }
+declare const document: { querySelector (selector: string): PageElement | null }
+declare function getComputedStyle (e: PageElement): { getPropertyValue (prop: string): string }
+
 export const ARTIFACTS = join(import.meta.dirname, '..', '..', 'artifacts')
 
 interface Tap { teardown (fn: () => unknown): void }
@@ -41,7 +47,7 @@ export async function postReading (url: string, token: string, bpm: number, at =
 
 /** Polls fn(arg) in the page until it returns a truthy value (generous timeout, no fixed sleeps; no eval, the pages' CSP forbids it). */
 export async function until<A> (page: Page, fn: (arg: A) => unknown, arg: A, timeout = 20_000): Promise<unknown> {
-  const handle = await page.waitForFunction(fn, arg, { timeout, polling: 100 })
+  const handle = await page.waitForFunction(fn as (arg: unknown) => unknown, arg as unknown, { timeout, polling: 100 })
   return await handle.jsonValue()
 }
 
@@ -52,12 +58,22 @@ export async function textIs (page: Page, selector: string, text: string, timeou
 
 /** Waits until the element's data-<key> is `value`. */
 export async function dataIs (page: Page, selector: string, key: string, value: string, timeout = 20_000): Promise<void> {
-  await until(page, ([s, k, v]) => (document.querySelector(s) as HTMLElement | null)?.dataset[k] === v, [selector, key, value] as const, timeout)
+  await until(page, ([s, k, v]) => document.querySelector(s)?.getAttribute(`data-${k}`) === v, [selector, key, value] as const, timeout)
 }
 
 /** getComputedStyle(element)[prop]. */
 export async function style (page: Page, selector: string, prop: string): Promise<string> {
-  return await page.$eval(selector, (e, p) => getComputedStyle(e).getPropertyValue(p), prop)
+  return await page.$eval(selector, (e: PageElement, p: string) => getComputedStyle(e).getPropertyValue(p), prop)
+}
+
+/** The element's data-<key> attribute. */
+export async function data (page: Page, selector: string, key: string): Promise<string | null> {
+  return await page.$eval(selector, (e: PageElement, k: string) => e.getAttribute(`data-${k}`), key)
+}
+
+/** The element's text. */
+export async function text (page: Page, selector: string): Promise<string | null> {
+  return await page.$eval(selector, (e: PageElement) => e.textContent)
 }
 
 export async function json (res: Response): Promise<any> {

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { join } from 'node:path'
 import { startTestService } from '../../helpers/service.ts'
-import { ARTIFACTS, dataIs, launch, newPage, postReading, style, textIs } from './browser.ts'
+import { ARTIFACTS, data, dataIs, launch, newPage, postReading, style, text, textIs } from './browser.ts'
 
 const META = 'bf6bdf21-10a7-4a28-97ec-a239e6c77f8b'
 
@@ -22,14 +22,14 @@ t.test('widget overlay follows readings, colours by range, goes no-signal, and 4
     })
   })
   t.equal(created.status, 200)
-  const widgetId = (await created.json()).widget.id as string
+  const widgetId = ((await created.json()) as { widget: { id: string } }).widget.id
 
   const browser = await launch(t)
   const errors: string[] = []
   const { page } = await newPage(browser, errors)
   const res = await page.goto(`${svc.url}/widgets/${widgetId}/view`)
   t.equal(res?.status(), 200)
-  t.match(res?.headers()['content-security-policy'], /script-src 'self'/)
+  t.match(res?.headers()['content-security-policy'] ?? '', /script-src 'self'/)
   // Transparent for OBS.
   t.equal(await style(page, 'body', 'background-color'), 'rgba(0, 0, 0, 0)')
   t.equal(await style(page, '#heart', 'fill'), 'rgb(51, 102, 255)')
@@ -40,7 +40,7 @@ t.test('widget overlay follows readings, colours by range, goes no-signal, and 4
   await textIs(page, '#bpm', '80')
   t.equal(await style(page, '#bpm', 'color'), 'rgb(0, 255, 0)', 'below 100: green range')
   t.equal(await style(page, '#heart', 'animation-duration'), '0.75s', '60/80 s per beat')
-  t.equal(await page.$eval('#widget', e => (e as HTMLElement).dataset.state), 'live')
+  t.equal(await data(page, '#widget', 'state'), 'live')
 
   t.equal(await postReading(svc.url, write, 120), 200)
   await textIs(page, '#bpm', '120')
@@ -56,8 +56,8 @@ t.test('widget overlay follows readings, colours by range, goes no-signal, and 4
 
   // Nothing for a few seconds: the no-signal state.
   await dataIs(page, '#widget', 'state', 'no-signal', 30_000)
-  t.equal(await page.$eval('#bpm', e => e.textContent), '--')
-  t.equal(await page.$eval('#status', e => e.textContent), 'no signal')
+  t.equal(await text(page, '#bpm'), '--')
+  t.equal(await text(page, '#status'), 'no signal')
   t.equal(await style(page, '#heart', 'animation-name'), 'none', 'the heart stops')
   // And back on the next reading.
   t.equal(await postReading(svc.url, write, 90), 200)
