@@ -70,6 +70,7 @@ export class BleSource implements Source {
   private lastFailureLogged: string | undefined
   private poweredOff = false
   private discoveryLogged = false
+  private discoveryFailureLogged: string | undefined
   private onExternalAbort: (() => void) | undefined
   private externalSignal: AbortSignal | undefined
 
@@ -227,8 +228,16 @@ export class BleSource implements Source {
         await session.call(adapter.startDiscovery(), 'StartDiscovery', signal)
         if (!this.discoveryLogged) this.log.info({ adapter: name }, 'discovery started')
         this.discoveryLogged = true
+        this.discoveryFailureLogged = undefined
       } catch (err) {
-        if (bluezErrorName(err) !== 'org.bluez.Error.InProgress') throw err
+        // InProgress, NotReady (powered off meanwhile), node-ble's "already in
+        // progress": the next scan tries again. Bus and timeout errors end the session.
+        if (isBleError(err) || isNoBluez(err)) throw err
+        const detail = describeError(err)
+        if (bluezErrorName(err) !== 'org.bluez.Error.InProgress' && detail !== this.discoveryFailureLogged) {
+          this.discoveryFailureLogged = detail
+          this.log.warn({ err: detail }, 'could not start discovery; retrying on the next scan')
+        }
       }
     }
     this.setState('running')
