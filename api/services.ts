@@ -11,6 +11,8 @@ import type { GameMod } from './store/gamemod.ts'
 import type { Rooms } from './store/rooms.ts'
 import type { Pipeline } from './pipeline/ingest.ts'
 import type { Hub } from './hub.ts'
+import type { Devices } from './store/devices.ts'
+import type { Metrics } from '../relay/metrics.ts'
 
 export interface TokenLifetimes {
   /** Seconds. Defaults in relay/config.ts (README "Token lifetimes"). */
@@ -58,4 +60,8 @@ export interface Services {
   widgets: Widgets
   gameMod: GameMod
   rooms: Rooms
+  /** Device pairing and the live list of devices in range (api/store/devices.ts). */
+  devices: Devices
+  /** Prometheus metrics (relay/metrics.ts): readingStored, dropped, setConnected, observeIngestLatency, setWebSocketClients. */
+  metrics: Metrics
 }

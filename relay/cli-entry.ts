@@ -4,8 +4,10 @@ import { main, SUBCOMMANDS } from './cli.ts'
 import { runSim } from '../device-sim/cli.ts'
 import { addAdminCommands } from './cli-admin.ts'
 import { ROOM_COMMANDS } from './cli-rooms.ts'
+import { DEVICE_COMMANDS } from './cli-devices.ts'
 
 SUBCOMMANDS.sim = runSim
 addAdminCommands(ROOM_COMMANDS)
+addAdminCommands(DEVICE_COMMANDS)
 
 export { main }

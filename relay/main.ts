@@ -16,6 +16,11 @@ import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
 import type { Config } from './config.ts'
 import { startDemo } from '../device-sim/demo.ts'
+import { Devices } from '../api/store/devices.ts'
+import { Metrics, instrumentIngest, metricsPlugin } from './metrics.ts'
+import { MqttBroker } from './broker/broker.ts'
+import { mqttWebSocketPlugin } from './broker/websocket.ts'
+import { UpstreamBridge } from './upstream.ts'
 
 export interface RunningService {
   config: Config
@@ -67,15 +72,35 @@ export async function startService (config: Config, options: { logger?: Logger }
     const healthSources: Array<() => HealthEntry[]> = []
     const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
     const users = new Users(store)
+    // Device pairing (in memory for the pipeline's owner lookup) and metrics.
+    const devices = new Devices(store)
+    await devices.load()
+    const metrics = new Metrics({ defaultMetrics: true })
+    // The upstream bridge stops after the pipeline (closers run in reverse), so readings flushed at stop are queued.
+    const upstream = config.upstream === undefined ? null : new UpstreamBridge(config.upstream, { store, log, metrics })
+    if (upstream !== null) {
+      await upstream.start()
+      stack.push(async () => { await upstream.stop() })
+      healthSources.push(() => [upstream.health()])
+    }
     // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
-    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds })
+    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, resolveOwner: async deviceId => devices.ownerOf(deviceId) })
     stack.push(async () => { await data.pipeline.stop() })
+    const offStored = data.hub.subscribeAll(r => {
+      metrics.readingStored(r.source)
+      if (r.device_id !== undefined) devices.readingSeen(r.device_id, r.source, r)
+      upstream?.enqueue(r)
+    })
+    stack.push(async () => { offStored() })
+    metrics.trackIngestDrops(() => data.pipeline.counters.dropped)
     const services: Services = {
       store,
       users,
       clients: new Clients(store),
       tokens: new Tokens(store),
       ...data,
+      devices,
+      metrics,
       log,
       adminTokenDigest: digest(admin.token),
       health: () => healthSources.flatMap(f => f()),
@@ -101,7 +126,18 @@ export async function startService (config: Config, options: { logger?: Logger }
       }
     }
 
-    const app = await buildServer(services, { bodyLimit: config.http.body_limit_bytes, features: apiFeatures })
+    // The embedded MQTT broker (TCP and WebSocket at mqtt.websocket_path); it hands readings to the timed pipeline.
+    const broker = config.mqtt.enabled
+      ? new MqttBroker({
+        host: config.mqtt.host ?? config.http.host,
+        port: config.mqtt.port,
+        maxPacketBytes: config.mqtt.max_packet_bytes,
+        connectTimeoutMs: config.mqtt.connect_timeout_ms,
+        keepaliveLimitS: config.mqtt.keepalive_limit_s
+      }, { devices, tokens: services.tokens, ingest: instrumentIngest(data.pipeline, metrics), log, metrics, readings: data.hub })
+      : null
+    const features = [...apiFeatures, metricsPlugin(metrics), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
+    const app = await buildServer(services, { bodyLimit: config.http.body_limit_bytes, features })
     stack.push(async () => { await app.close() })
     await app.listen({ host: config.http.host, port: config.http.port })
     const addr = app.server.address()
@@ -110,7 +146,13 @@ export async function startService (config: Config, options: { logger?: Logger }
     const httpUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
     if (config.http.public_url === undefined) services.config.publicUrl = httpUrl
 
-    const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: null, started_at: new Date().toISOString() }
+    if (broker !== null) {
+      await broker.start()
+      stack.push(async () => { await broker.stop() })
+      healthSources.push(() => [broker.health()])
+    }
+
+    const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: broker?.port ?? null, started_at: new Date().toISOString() }
     await writeFile(serverInfoFile(dataDir), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
     stack.push(async () => { await rm(serverInfoFile(dataDir), { force: true }) })
 

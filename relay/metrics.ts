@@ -4,6 +4,7 @@
 // `Metrics` methods; only this file knows about prom-client.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { FastifyInstance } from 'fastify'
+import type { Ingest, IngestResult, Reading } from '../api/pipeline/reading.ts'
 
 /** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
@@ -19,6 +20,8 @@ export class Metrics {
   private readonly upstreamQueue: Gauge
   private readonly upstreamSent: Counter
   private readonly upstreamDropped: Counter
+  private readonly ingestDrops: Gauge<'reason'>
+  private readonly collectors: Array<() => void> = []
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry]
@@ -31,6 +34,7 @@ export class Metrics {
     this.upstreamQueue = new Gauge({ name: 'hr_relay_upstream_queue_length', help: 'Readings waiting in the upstream store-and-forward queue', registers })
     this.upstreamSent = new Counter({ name: 'hr_relay_upstream_sent_total', help: 'Readings acknowledged by the upstream broker (PUBACK)', registers })
     this.upstreamDropped = new Counter({ name: 'hr_relay_upstream_dropped_total', help: 'Readings dropped from a full upstream queue (oldest first)', registers })
+    this.ingestDrops = new Gauge({ name: 'hr_relay_ingest_dropped_total', help: 'Readings the ingest pipeline accepted but did not store, by reason (monotonic)', labelNames: ['reason'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
     this.wsClients.set(0)
@@ -47,8 +51,14 @@ export class Metrics {
   upstreamAcked (): void { this.upstreamSent.inc() }
   upstreamDroppedOldest (n = 1): void { this.upstreamDropped.inc(n) }
 
+  /** The pipeline's drop counters, read at scrape time. */
+  trackIngestDrops (counters: () => Record<string, number>): void {
+    this.collectors.push(() => { for (const [reason, n] of Object.entries(counters())) this.ingestDrops.set({ reason }, n) })
+  }
+
   /** The Prometheus text exposition. */
   async text (): Promise<{ contentType: string, body: string }> {
+    for (const collect of this.collectors) collect()
     return { contentType: this.registry.contentType, body: await this.registry.metrics() }
   }
 }
@@ -60,5 +70,19 @@ export function metricsPlugin (metrics: Metrics): (app: FastifyInstance) => Prom
       const { contentType, body } = await metrics.text()
       return await reply.type(contentType).send(body)
     })
+  }
+}
+
+/** Wraps an Ingest so that every submit is timed (hr_relay_ingest_latency_seconds). */
+export function instrumentIngest (inner: Ingest, metrics: Pick<Metrics, 'observeIngestLatency'>): Ingest {
+  return {
+    async submit (reading: Reading): Promise<IngestResult> {
+      const started = process.hrtime.bigint()
+      try {
+        return await inner.submit(reading)
+      } finally {
+        metrics.observeIngestLatency(Number(process.hrtime.bigint() - started) / 1e9)
+      }
+    }
   }
 }

@@ -1,0 +1,144 @@
+// Admin API for device pairing (operator CLI: `hr-relay admin device ...`):
+//   POST   /admin/devices {device_id, username, kind?, name?} → 201 {device_id, mqtt_username, mqtt_password}
+//          (the password is shown once and stored only as a scrypt hash)
+//   GET    /admin/devices            → {devices: [{device_id, username, profile_id, kind, name, mqtt_username, created_at, state}]}
+//   GET    /admin/devices/unpaired   → {devices: [sightings not paired, most recent first]}
+//   DELETE /admin/devices/:device_id → {device_id, removed: true}
+import type { FastifyInstance } from 'fastify'
+import { ApiError } from '../errors.ts'
+import { checkAdmin } from './admin.ts'
+import { DEVICE_KINDS, DeviceExistsError, InvalidDeviceIdError, type DeviceKind, type DeviceState } from '../store/devices.ts'
+
+const state = {
+  type: ['object', 'null'],
+  properties: {
+    source: { type: 'string' },
+    connected: { type: 'boolean' },
+    seen_at: { type: 'integer' },
+    name: { type: 'string' },
+    rssi: { type: 'number' },
+    battery_percent: { type: 'number' },
+    last_reading: { type: 'object', properties: { heart_rate: { type: 'number' }, measured_at: { type: 'integer' } } }
+  }
+}
+
+const sighting = {
+  type: 'object',
+  properties: { device_id: { type: 'string' }, ...state.properties }
+}
+
+function stateView (s: DeviceState | undefined): Omit<DeviceState, 'device_id'> | null {
+  if (s === undefined) return null
+  const { device_id: _id, ...rest } = s
+  return rest
+}
+
+export async function adminDevicesPlugin (app: FastifyInstance): Promise<void> {
+  await app.register(async admin => {
+    admin.addHook('onRequest', async request => { checkAdmin(app, request) })
+
+    admin.post('/admin/devices', {
+      schema: {
+        body: {
+          type: 'object',
+          required: ['device_id', 'username'],
+          additionalProperties: false,
+          properties: {
+            device_id: { type: 'string', pattern: '^[A-Za-z0-9:_.-]{1,64}$' },
+            username: { type: 'string', minLength: 1, maxLength: 100 },
+            kind: { enum: DEVICE_KINDS },
+            name: { type: 'string', minLength: 1, maxLength: 100 }
+          }
+        },
+        response: {
+          201: {
+            type: 'object',
+            properties: {
+              device_id: { type: 'string' },
+              profile_id: { type: 'string' },
+              kind: { type: 'string' },
+              mqtt_username: { type: ['string', 'null'] },
+              mqtt_password: { type: ['string', 'null'] }
+            }
+          }
+        }
+      }
+    }, async (request, reply) => {
+      const body = request.body as { device_id: string, username: string, kind?: DeviceKind, name?: string }
+      const user = await app.hr.users.byUsername(body.username)
+      if (user === undefined) throw new ApiError('not_found', { detail: `no user ${body.username}` })
+      try {
+        const { device, mqtt_password: password } = await app.hr.devices.add({
+          device_id: body.device_id,
+          profile_id: user.profile_id,
+          ...(body.kind === undefined ? {} : { kind: body.kind }),
+          ...(body.name === undefined ? {} : { name: body.name })
+        })
+        request.log.info({ device_id: device.device_id, profile_id: device.profile_id, kind: device.kind }, 'device paired')
+        return await reply.code(201).header('cache-control', 'no-store').send({
+          device_id: device.device_id,
+          profile_id: device.profile_id,
+          kind: device.kind,
+          mqtt_username: device.mqtt_username ?? null,
+          mqtt_password: password
+        })
+      } catch (err) {
+        if (err instanceof DeviceExistsError) throw new ApiError('conflict', { detail: err.message })
+        if (err instanceof InvalidDeviceIdError) throw new ApiError('invalid_request', { detail: err.message })
+        throw err
+      }
+    })
+
+    admin.get('/admin/devices', {
+      schema: {
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              devices: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    device_id: { type: 'string' },
+                    profile_id: { type: 'string' },
+                    username: { type: ['string', 'null'] },
+                    kind: { type: 'string' },
+                    name: { type: 'string' },
+                    mqtt_username: { type: ['string', 'null'] },
+                    created_at: { type: 'integer' },
+                    state
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }, async () => {
+      const devices = await Promise.all(app.hr.devices.list().map(async d => ({
+        device_id: d.device_id,
+        profile_id: d.profile_id,
+        username: (await app.hr.users.get(d.profile_id))?.username ?? null,
+        kind: d.kind,
+        ...(d.name === undefined ? {} : { name: d.name }),
+        mqtt_username: d.mqtt_username ?? null,
+        created_at: d.created_at,
+        state: stateView(app.hr.devices.stateOf(d.device_id))
+      })))
+      return { devices }
+    })
+
+    admin.get('/admin/devices/unpaired', {
+      schema: { response: { 200: { type: 'object', properties: { devices: { type: 'array', items: sighting } } } } }
+    }, async () => ({ devices: app.hr.devices.unpaired() }))
+
+    admin.delete('/admin/devices/:device_id', async request => {
+      const { device_id: id } = request.params as { device_id: string }
+      const removed = await app.hr.devices.remove(id)
+      if (removed === undefined) throw new ApiError('not_found', { detail: `no paired device ${id}` })
+      request.log.info({ device_id: removed.device_id }, 'device unpaired')
+      return { device_id: removed.device_id, removed: true }
+    })
+  })
+}

@@ -1,0 +1,241 @@
+// The upstream bridge: forwards every stored reading to an external MQTT
+// broker (a gym chain's Mosquitto, EMQX or HiveMQ cluster) with QoS 1, through
+// a persistent, bounded store-and-forward queue in LevelDB.
+//
+// - `enqueue` (called from the hub for each stored reading) appends to the
+//   `upstream_queue` sublevel under a monotonic, fixed-width sequence key.
+// - The pump sends queued readings in key order while connected, at most
+//   WINDOW in flight, and deletes a key only when its PUBACK arrives.
+// - While the connection is down nothing is sent; mqtt.js retransmits what
+//   was in flight (DUP) after it reconnects. After a restart everything still
+//   in the queue is sent again (at least once; see README "Upstream bridge").
+// - Past `queue_max` the oldest queued readings are dropped and counted.
+//
+// Topic: `<topic_prefix>/users/<profile_id>/heart_rate`. Payload: the
+// specification's reading shape plus `source` and, when known, `device_id`:
+// {"measured_at":1700000000000,"data":{"heart_rate":72},"source":"ble","device_id":"C8:2F:9A:11:22:33"}
+import mqtt, { type MqttClient } from 'mqtt'
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { Store, Sub } from '../api/store/db.ts'
+import type { StoredReading } from '../api/pipeline/reading.ts'
+import type { HealthEntry } from '../api/services.ts'
+
+export interface UpstreamConfig {
+  url: string
+  username?: string
+  password?: string
+  client_id?: string
+  topic_prefix: string
+  queue_max: number
+}
+
+export interface UpstreamMetrics {
+  setUpstreamQueue (n: number): void
+  upstreamAcked (): void
+  upstreamDroppedOldest (n?: number): void
+}
+
+export interface UpstreamDeps {
+  store: Store
+  log: Logger
+  metrics?: UpstreamMetrics
+  /** mqtt.js reconnect period (ms); default 2000. */
+  reconnectPeriodMs?: number
+}
+
+/** Readings in flight (sent, PUBACK pending) at most. */
+const WINDOW = 32
+const KEY_WIDTH = 16
+
+function keyOf (seq: number): string { return String(seq).padStart(KEY_WIDTH, '0') }
+
+export function upstreamTopic (prefix: string, profileId: string): string {
+  return `${prefix.replace(/\/+$/, '')}/users/${profileId}/heart_rate`
+}
+
+export function upstreamPayload (r: StoredReading): string {
+  return JSON.stringify({
+    measured_at: r.measured_at,
+    data: { heart_rate: r.heart_rate },
+    source: r.source,
+    ...(r.device_id === undefined ? {} : { device_id: r.device_id })
+  })
+}
+
+export class UpstreamBridge {
+  readonly id = 'upstream'
+  private readonly queue: Sub<StoredReading>
+  private readonly log: Logger
+  private client: MqttClient | null = null
+  private nextSeq = 0
+  private length = 0
+  /** Last key handed to mqtt.js in this process; later keys are read from the queue. */
+  private cursor = ''
+  private readonly inflight = new Set<string>()
+  private readonly retry: Array<[string, StoredReading]> = []
+  private writes: Promise<void> = Promise.resolve()
+  private pumping = false
+  private again = false
+  private stopped = true
+
+  constructor (private readonly config: UpstreamConfig, private readonly deps: UpstreamDeps) {
+    this.queue = deps.store.sub<StoredReading>('upstream_queue')
+    this.log = deps.log.child({ component: 'upstream' })
+  }
+
+  /** Readings waiting for a PUBACK (queued or in flight). */
+  get queued (): number { return this.length }
+  get connected (): boolean { return this.client?.connected === true }
+
+  async start (): Promise<void> {
+    this.stopped = false
+    let count = 0
+    let last: string | undefined
+    for await (const key of this.queue.keys()) { count++; last = key }
+    this.length = count
+    this.nextSeq = last === undefined ? 0 : Number(last) + 1
+    await this.trim()
+    this.deps.metrics?.setUpstreamQueue(this.length)
+    if (count > 0) this.log.info({ queued: this.length }, 'upstream queue restored')
+    const client = mqtt.connect(this.config.url, {
+      protocolVersion: 4,
+      clientId: this.config.client_id ?? `hr-relay-${randomUUID().slice(0, 8)}`,
+      clean: true,
+      reconnectPeriod: this.deps.reconnectPeriodMs ?? 2000,
+      connectTimeout: 10_000,
+      ...(this.config.username === undefined ? {} : { username: this.config.username }),
+      ...(this.config.password === undefined ? {} : { password: this.config.password })
+    })
+    this.client = client
+    client.on('connect', () => {
+      this.log.info({ url: redactUrl(this.config.url), queued: this.length }, 'upstream connected')
+      this.kick()
+    })
+    client.on('close', () => { if (!this.stopped) this.log.debug('upstream connection closed') })
+    client.on('offline', () => { this.log.warn({ url: redactUrl(this.config.url), queued: this.length }, 'upstream unreachable; queueing readings') })
+    client.on('error', err => { this.log.warn({ err: err.message }, 'upstream error') })
+  }
+
+  /** Appends a stored reading to the persistent queue (synchronous for the hub; the write is chained). */
+  enqueue (reading: StoredReading): void {
+    if (this.stopped) return
+    const key = keyOf(this.nextSeq++)
+    this.writes = this.writes.then(async () => {
+      await this.queue.put(key, reading)
+      this.length++
+      if (this.length > this.config.queue_max) await this.trim()
+      this.deps.metrics?.setUpstreamQueue(this.length)
+      this.kick()
+    }).catch(err => { this.log.error({ err }, 'cannot write to the upstream queue; reading not forwarded') })
+  }
+
+  /** Drops the oldest queued readings (not those in flight) beyond queue_max. */
+  private async trim (): Promise<void> {
+    let excess = this.length - this.config.queue_max
+    if (excess <= 0) return
+    const doomed: string[] = []
+    for await (const key of this.queue.keys()) {
+      if (excess <= 0) break
+      if (this.inflight.has(key)) continue
+      doomed.push(key)
+      excess--
+    }
+    if (doomed.length === 0) return
+    await this.queue.batch(doomed.map(key => ({ type: 'del' as const, key })))
+    this.length -= doomed.length
+    this.deps.metrics?.upstreamDroppedOldest(doomed.length)
+    this.log.warn({ dropped: doomed.length, queue_max: this.config.queue_max }, 'upstream queue full; dropped the oldest readings')
+  }
+
+  private kick (): void {
+    if (this.pumping) { this.again = true; return }
+    this.pumping = true
+    this.pump().catch(err => { this.log.error({ err }, 'upstream pump failed') }).finally(() => {
+      this.pumping = false
+      if (this.again && !this.stopped) { this.again = false; this.kick() }
+    })
+  }
+
+  private async pump (): Promise<void> {
+    const client = this.client
+    while (client !== null && client.connected && !this.stopped && this.inflight.size < WINDOW) {
+      const batch: Array<[string, StoredReading]> = this.retry.splice(0, WINDOW - this.inflight.size)
+      if (batch.length < WINDOW - this.inflight.size) {
+        const range = this.cursor === '' ? {} : { gt: this.cursor }
+        for await (const entry of this.queue.iterator({ ...range, limit: WINDOW - this.inflight.size - batch.length })) batch.push(entry)
+      }
+      if (batch.length === 0) return
+      for (const [key, reading] of batch) {
+        if (key > this.cursor) this.cursor = key
+        this.send(client, key, reading)
+      }
+    }
+  }
+
+  private send (client: MqttClient, key: string, reading: StoredReading): void {
+    this.inflight.add(key)
+    client.publish(upstreamTopic(this.config.topic_prefix, reading.profile_id), upstreamPayload(reading), { qos: 1 }, err => {
+      if (err !== undefined && err !== null) {
+        this.inflight.delete(key)
+        if (!this.stopped) { this.retry.push([key, reading]); this.log.warn({ err: err.message }, 'upstream publish failed; will retry') }
+        return
+      }
+      this.acked(key).catch(e => { this.log.error({ err: e }, 'cannot remove an acknowledged reading from the upstream queue') })
+    })
+  }
+
+  private async acked (key: string): Promise<void> {
+    this.inflight.delete(key)
+    const present = await this.queue.get(key)
+    if (present !== undefined) {
+      await this.queue.del(key)
+      this.length--
+    }
+    this.deps.metrics?.upstreamAcked()
+    this.deps.metrics?.setUpstreamQueue(this.length)
+    this.kick()
+  }
+
+  /** Resolves when every enqueued reading was written to the queue (for tests and orderly shutdown). */
+  async flushed (): Promise<void> {
+    let current: Promise<void>
+    do { current = this.writes; await current } while (current !== this.writes)
+  }
+
+  health (): HealthEntry {
+    if (this.stopped) return { id: this.id, state: 'stopped' }
+    return this.connected
+      ? { id: this.id, state: 'running', detail: `connected to ${redactUrl(this.config.url)}; ${this.length} queued` }
+      : { id: this.id, state: 'degraded', detail: `upstream ${redactUrl(this.config.url)} unreachable; ${this.length} queued` }
+  }
+
+  async stop (): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    await this.flushed()
+    const client = this.client
+    this.client = null
+    if (client !== null) {
+      client.removeAllListeners('connect')
+      client.removeAllListeners('offline')
+      await client.endAsync(true)
+      client.removeAllListeners()
+    }
+    this.inflight.clear()
+    this.retry.length = 0
+    this.cursor = ''
+  }
+}
+
+/** The URL without credentials, for logs. */
+function redactUrl (url: string): string {
+  try {
+    const u = new URL(url)
+    u.username = ''
+    u.password = ''
+    return u.toString()
+  } catch {
+    return '(invalid url)'
+  }
+}
