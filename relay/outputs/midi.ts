@@ -64,7 +64,10 @@ async function openRawMidi (path: string): Promise<MidiPort> {
 async function openSerialMidi (path: string, onGone: (err: Error) => void): Promise<MidiPort> {
   const port = new SerialPort({ path, baudRate: 31250, autoOpen: false })
   const onError = (err: Error): void => onGone(err)
-  const onClose = (err: Error | null): void => { if (err !== null) onGone(err) }
+  // Any close we did not ask for (close() removes this listener first) means
+  // the device went away; a failed write may destroy the stream before
+  // serialport's own close, and then 'close' carries no error.
+  const onClose = (err?: Error | null): void => { onGone(err ?? new Error('port closed')) }
   port.on('error', onError)
   await new Promise<void>((resolve, reject) => port.open(err => err ? reject(err) : resolve()))
   port.on('close', onClose)

@@ -188,7 +188,9 @@ export class SerialSource implements Source {
     splitter.on('data', (line: string) => this.onLine(line))
     splitter.on('overflow', () => this.drop('too_long'))
     splitter.on('error', (err: Error) => this.log.warn({ err }, 'line splitter error'))
-    port.on('close', (err: Error | null) => this.onPortClosed(port, err))
+    // 'close' comes with a DisconnectedError from serialport, or with nothing
+    // when a failed write destroyed the stream first; either way it is gone.
+    port.on('close', (err?: Error | null) => this.onPortClosed(port, err ?? null))
     port.pipe(splitter)
     this.port = port
     this.splitter = splitter
