@@ -173,3 +173,31 @@ t.test('pages need a signed-in user and redirect to the sign-in page', async t =
   t.equal(r.status, 303)
   t.equal(r.headers.get('location'), `/signin?return_to=${encodeURIComponent(q)}`)
 })
+
+t.test('sign-in attempts are limited: the 11th wrong password within a minute gets 429', async t => {
+  const svc = await startTestService(t)
+  await svc.user('otto')
+  const b = new Browser(svc.url)
+  const page = await b.get('/signin')
+  const csrf = csrfOf(page.text)
+  for (let i = 0; i < 10; i++) {
+    const r = await b.post('/signin', { csrf, username: 'otto', password: `wrong-${i}`, return_to: '/account' })
+    t.equal(r.status, 401)
+  }
+  const blocked = await b.post('/signin', { csrf, username: 'otto', password: 'password123', return_to: '/account' })
+  t.equal(blocked.status, 429)
+  t.match(blocked.text, /Too many failed sign-in attempts/)
+  t.equal(blocked.headers.get('set-cookie'), null, 'no session was started')
+})
+
+t.test('web_page mode for the code flow shows the code instead of redirecting', async t => {
+  const svc = await startTestService(t)
+  const { client_id: id, client_secret: secret } = await svc.client([REDIRECT])
+  const { browser } = await signedInBrowser(svc, 'pam')
+  const r = await authorize(browser, { client_id: id, redirect_uri: REDIRECT, extra: { response_mode: 'web_page' } })
+  t.equal(r.status, 200)
+  t.equal(r.headers.get('location'), null)
+  const code = /<p class="token" id="token"[^>]*>([A-Za-z0-9_-]{43})<\/p>/.exec(r.text)?.[1] ?? ''
+  const tok = await post(`${svc.url}/oauth2/token`, { grant_type: 'authorization_code', client_id: id, client_secret: secret ?? '', code, redirect_uri: REDIRECT })
+  t.equal(tok.status, 200)
+})
