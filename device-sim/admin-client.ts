@@ -92,14 +92,16 @@ export class AdminClient {
    * An existing pairing is removed and added again when `replace` (its
    * password is stored hashed and cannot be read back).
    */
-  async addDevice (deviceId: string, username: string, replace = false): Promise<DeviceCredentials> {
-    let r = await this.command(['device', 'add'], [deviceId], { user: username, json: true })
+  async addDevice (deviceId: string, username: string, replace = false, kind: 'ble' | 'serial' | 'mqtt' | 'any' = 'mqtt'): Promise<DeviceCredentials> {
+    const flags = { user: username, kind, json: true }
+    let r = await this.command(['device', 'add'], [deviceId], flags)
     if (r.status === 409 && replace) {
       await this.removeDevice(deviceId)
-      r = await this.command(['device', 'add'], [deviceId], { user: username, json: true })
+      r = await this.command(['device', 'add'], [deviceId], flags)
     }
     if (r.status < 200 || r.status > 299) throw new AdminHttpError(r.status, r.body, `device add ${deviceId}`)
-    return r.body as DeviceCredentials
+    const b = r.body as Partial<DeviceCredentials>
+    return { device_id: String(b.device_id ?? deviceId), mqtt_username: String(b.mqtt_username ?? ''), mqtt_password: String(b.mqtt_password ?? '') }
   }
 
   async removeDevice (deviceId: string): Promise<void> {

@@ -188,7 +188,7 @@ export async function runSim (argv: string[], io: { out?: NodeJS.WritableStream 
     const devices = simDevices(transportName, prefix, seed, count, built.ids)
     await transport.open(devices)
     if ((transportName === 'ble' || transportName === 'serial') && typeof v['data-dir'] === 'string') {
-      await pairDevices(await AdminClient.forDataDir(v['data-dir']), devices, prefix)
+      await pairDevices(await AdminClient.forDataDir(v['data-dir']), devices, prefix, transportName)
       log(`paired ${count} devices with users ${prefix}-1..${prefix}-${count}`)
     }
     for (const line of transport.describe()) log(line)

@@ -135,7 +135,7 @@ export async function startDemo (service: RunningService, log: Logger): Promise<
   let transportName = chooseDemoTransport({ mqttPort: await serverMqttPort(dataDir), devicePairing: AdminClient.has(['device', 'add']) })
   if (transportName === 'mqtt') {
     try {
-      for (const m of state.members) m.mqtt ??= await admin.addDevice(m.device_id, m.username, true)
+      for (const m of state.members) m.mqtt ??= await admin.addDevice(m.device_id, m.username, true, 'mqtt')
     } catch (err) {
       dlog.warn({ err: (err as Error).message }, 'demo: cannot pair MQTT devices; using HTTP writers')
       transportName = 'http'

@@ -65,12 +65,12 @@ export async function readTokensFile (path: string): Promise<HttpWriter[]> {
 }
 
 /** Creates users `<prefix>-N` and pairs device i to user i; returns the MQTT credentials. */
-export async function pairDevices (admin: AdminClient, devices: SimDevice[], prefix: string, userExtra: (i: number) => Record<string, unknown> = () => ({})): Promise<DeviceCredentials[]> {
+export async function pairDevices (admin: AdminClient, devices: SimDevice[], prefix: string, kind: 'ble' | 'serial' | 'mqtt' = 'mqtt', userExtra: (i: number) => Record<string, unknown> = () => ({})): Promise<DeviceCredentials[]> {
   const out: DeviceCredentials[] = []
   for (const d of devices) {
     const username = simUsername(prefix, d.index)
     await admin.ensureUser(username, userExtra(d.index))
-    out.push(await admin.addDevice(d.device_id, username, true))
+    out.push(await admin.addDevice(d.device_id, username, true, kind))
   }
   return out
 }

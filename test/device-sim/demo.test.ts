@@ -51,7 +51,7 @@ t.test('npm start: readings arrive within seconds, and a restart reuses the demo
   const first = start(dataDir)
   t.teardown(() => stop(first.child))
   const b1 = await first.banner
-  t.match(b1.text, /8 members in a spinning class/)
+  t.match(b1.text, /8 members in a spinning class, sending over MQTT to the embedded broker/, 'the broker is wired, so the demo uses MQTT')
   t.match(b1.text, /room display: +http:\/\/127\.0\.0\.1:\d+\/rooms\/[^/]+\/display\?display_id=/)
   const r1 = await firstReading(b1.url, b1.token)
   t.equal(r1.status, 200, 'a reading arrived')
