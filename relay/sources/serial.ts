@@ -8,7 +8,9 @@
 // (unplugged adapter), the source reports 'degraded' and reopens the same path
 // with exponential backoff and jitter, back to 'running' once open. stop()
 // closes the port, clears every timer and removes every listener it added.
-import { realpath } from 'node:fs/promises'
+import { access, realpath } from 'node:fs/promises'
+import { constants as fsConstants } from 'node:fs'
+import { delimiter, join } from 'node:path'
 import { SerialPort } from 'serialport'
 import pino from 'pino'
 import type { Source, SourceSink, SourceStatus } from './source.ts'
@@ -317,5 +319,51 @@ export class SerialSource implements Source {
     const changed = always || status.state !== this.current.state || status.detail !== this.current.detail
     this.current = status
     if (changed) this.sink?.status({ ...status })
+  }
+}
+
+export interface SerialPortListing {
+  path: string
+  manufacturer?: string
+  serialNumber?: string
+  vendorId?: string
+  productId?: string
+}
+
+async function onPath (command: string): Promise<boolean> {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue
+    try {
+      await access(join(dir, command), fsConstants.X_OK)
+      return true
+    } catch {}
+  }
+  return false
+}
+
+/**
+ * The serial ports the system knows, for the operator's pairing list. On
+ * Linux serialport lists through `udevadm`; where it is missing (containers,
+ * minimal images) SerialPort.list() takes the process down, so this checks
+ * first and returns [] with a warning instead. Never rejects.
+ */
+export async function listSerialPorts (logger?: pino.Logger): Promise<SerialPortListing[]> {
+  const log = (logger ?? pino({ enabled: false })).child({ component: 'serial' })
+  if (process.platform === 'linux' && !await onPath('udevadm')) {
+    log.warn('udevadm is not installed; cannot list serial ports (configure the path explicitly)')
+    return []
+  }
+  try {
+    const ports = await SerialPort.list()
+    return ports.map(p => ({
+      path: p.path,
+      ...(p.manufacturer !== undefined ? { manufacturer: p.manufacturer } : {}),
+      ...(p.serialNumber !== undefined ? { serialNumber: p.serialNumber } : {}),
+      ...(p.vendorId !== undefined ? { vendorId: p.vendorId } : {}),
+      ...(p.productId !== undefined ? { productId: p.productId } : {})
+    }))
+  } catch (err) {
+    log.warn({ err }, 'listing serial ports failed')
+    return []
   }
 }
