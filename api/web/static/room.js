@@ -39,7 +39,9 @@ function tileFor (m) {
     svg.setAttribute('viewBox', '0 0 300 60')
     svg.setAttribute('class', 'trend')
     svg.setAttribute('aria-hidden', 'true')
+    svg.setAttribute('preserveAspectRatio', 'none')
     const line = document.createElementNS(SVG, 'polyline')
+    line.setAttribute('vector-effect', 'non-scaling-stroke')
     svg.append(line)
     node.append(name, bpm, zone, kcal, svg)
     t = { node, name, num, zone, kcal, line, member: m, samples: [], timer: undefined, kcalValue: 0 }

@@ -17,15 +17,21 @@ export function zoneOf (bpm, max, bounds = DEFAULT_BOUNDS) {
   return { index, percent, name: ZONE_NAMES[index], color: ZONE_COLORS[index] }
 }
 
-/** SVG polyline points for the trend: [t, bpm] pairs within windowMs of now, scaled to w x h. */
+/**
+ * SVG polyline points for the trend: [t, bpm] pairs within windowMs of now,
+ * scaled to w x h. The time axis starts at the oldest sample (at least a minute
+ * back), so a short session still fills the width.
+ */
 export function trendPoints (samples, now, windowMs, w, h) {
   const recent = samples.filter(([t]) => t >= now - windowMs && t <= now + 1000)
   if (recent.length < 2) return ''
+  const start = Math.min(recent[0][0], now - 60000)
+  const span = Math.max(1, now - start)
   let lo = Infinity; let hi = -Infinity
   for (const [, b] of recent) { lo = Math.min(lo, b); hi = Math.max(hi, b) }
   lo -= 5; hi += 5
   return recent.map(([t, b]) => {
-    const x = ((t - (now - windowMs)) / windowMs) * w
+    const x = Math.min(w, ((t - start) / span) * w)
     const y = h - ((b - lo) / (hi - lo)) * h
     return `${x.toFixed(1)},${y.toFixed(1)}`
   }).join(' ')

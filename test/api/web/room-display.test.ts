@@ -1,0 +1,153 @@
+// The room display in real Chromium, driven by the operator pages: operator
+// sign-in with the admin token, a room created from the page, tiles that
+// appear when a member is added and disappear when removed, zone colours,
+// per-tile no-signal, and a revoked display link.
+import t from 'tap'
+import { join } from 'node:path'
+import { startTestService } from '../../helpers/service.ts'
+import { ARTIFACTS, data, launch, newPage, postReading, style, text, textIs, until } from './browser.ts'
+
+interface PageElement { getAttribute (name: string): string | null, textContent: string | null }
+declare const document: { querySelectorAll (selector: string): ArrayLike<PageElement>, querySelector (selector: string): PageElement | null }
+
+const tileCount = (n: number) => (expected: number): boolean => document.querySelectorAll('.tile').length === expected
+
+t.test('room display gains and loses tiles as the operator adds and removes members', async t => {
+  const svc = await startTestService(t)
+  const alice = await svc.user('alice', { age: 40 })
+  await svc.user('bob', { max_heart_rate: 200 })
+  const carol = await svc.user('carol')
+  const tokens = {
+    alice: await svc.token('alice', 'data:heart_rate:write'),
+    bob: await svc.token('bob', 'data:heart_rate:write'),
+    carol: await svc.token('carol', 'data:heart_rate:write')
+  }
+  const browser = await launch(t)
+  const errors: string[] = []
+  const opErrors: string[] = []
+  const { page: op } = await newPage(browser, opErrors)
+
+  // Deny by default: no operator session, no page.
+  const res = await op.goto(`${svc.url}/operator/rooms`)
+  t.equal(new URL(op.url()).pathname, '/operator/signin', 'redirected to the operator sign-in')
+  t.equal(res?.status(), 200)
+  await op.getByLabel('Admin token').fill('not-the-token')
+  const wrong = await Promise.all([op.waitForNavigation(), op.getByRole('button', { name: 'Sign in' }).click()])
+  t.equal(wrong[0]?.status(), 401)
+  t.equal(await text(op, '[role=alert]'), 'That is not the admin token.')
+  await op.getByLabel('Admin token').fill(svc.adminToken)
+  await Promise.all([op.waitForURL(`${svc.url}/operator`), op.getByRole('button', { name: 'Sign in' }).click()])
+  t.equal(await text(op, 'h1'), 'Relay overview')
+
+  await op.goto(`${svc.url}/operator/rooms`)
+  await op.getByLabel('Room name').fill('Spin class')
+  await Promise.all([op.waitForURL(/done=created/), op.getByRole('button', { name: 'Create room' }).click()])
+  const link = await op.locator('a.display-link').getAttribute('href')
+  t.match(link, /\/rooms\/[0-9a-f-]{36}\/display\?display_id=[0-9a-f-]{36}$/)
+  if (link === null) throw new Error('no display link')
+
+  const { page: screen } = await newPage(browser, errors)
+  const shown = await screen.goto(link)
+  t.equal(shown?.status(), 200)
+  t.equal(await text(screen, '#room-name'), 'Spin class')
+  await until(screen, ([s, v]) => document.querySelector(s)?.getAttribute('data-connection') === v, ['#room', 'waiting'] as const)
+  t.equal(await screen.locator('.tile').count(), 0)
+
+  const addMember = async (username: string, displayName: string): Promise<void> => {
+    const room = op.locator('section.room-item').first()
+    await room.getByLabel('User').selectOption(username)
+    await room.getByLabel('Display name (shown on the screen)').fill(displayName)
+    await Promise.all([op.waitForURL(/done=added/), room.getByRole('button', { name: 'Save member' }).click()])
+  }
+
+  await addMember('alice', 'Alice')
+  await until(screen, tileCount(1), 1)
+  t.equal(await text(screen, `.tile[data-profile-id="${alice}"] .name`), 'Alice')
+  t.equal(await data(screen, `.tile[data-profile-id="${alice}"]`, 'state'), 'no-signal')
+
+  // 144 of 220 - 40 = 180 is 80 %: zone 4.
+  const now = Date.now()
+  t.equal(await postReading(svc.url, tokens.alice, 140, now - 2000), 200)
+  t.equal(await postReading(svc.url, tokens.alice, 144, now), 200)
+  await textIs(screen, `.tile[data-profile-id="${alice}"] .num`, '144')
+  t.equal(await text(screen, `.tile[data-profile-id="${alice}"] .zone`), '80% · Zone 4 · hard')
+  t.equal(await style(screen, `.tile[data-profile-id="${alice}"]`, 'background-color'), 'rgb(255, 194, 51)')
+  t.match(await text(screen, `.tile[data-profile-id="${alice}"] .kcal`), /^\d+ kcal today$/)
+  t.not(await screen.locator(`.tile[data-profile-id="${alice}"] polyline`).getAttribute('points'), '', 'trend line drawn')
+
+  // Two minutes of earlier readings for Bob and Carol: their tiles start with a trend and calories.
+  const base = Date.now() - 120_000
+  for (let i = 0; i < 30; i++) {
+    const at = base + i * 4000
+    t.equal(await postReading(svc.url, tokens.bob, 110 + (i % 6) * 2, at), 200)
+    t.equal(await postReading(svc.url, tokens.carol, 150 + i, at), 200)
+  }
+  await addMember('bob', 'Bob')
+  await addMember('carol', 'Carol')
+  await until(screen, tileCount(3), 3)
+  t.equal(await postReading(svc.url, tokens.bob, 120), 200)
+  t.equal(await postReading(svc.url, tokens.carol, 171), 200)
+  await textIs(screen, `.tile[data-profile-id="${carol}"] .num`, '171')
+  // Carol has neither max nor age: the default 190; 171/190 = 90 %, zone 5.
+  t.equal(await text(screen, `.tile[data-profile-id="${carol}"] .zone`), '90% · Zone 5 · maximum')
+  await until(screen, () => document.querySelectorAll('.tile[data-state="live"]').length === 3, undefined)
+  for (const [name, token, bpm] of [['alice', tokens.alice, 146], ['bob', tokens.bob, 121], ['carol', tokens.carol, 170]] as const) {
+    t.equal(await postReading(svc.url, token, bpm), 200, `reading of ${name}`)
+  }
+  await textIs(screen, `.tile[data-profile-id="${carol}"] .num`, '170')
+  t.not(await text(screen, `.tile[data-profile-id="${carol}"] .kcal`), '0 kcal today', 'calories of the earlier readings')
+  await screen.screenshot({ path: join(ARTIFACTS, 'room-display-1920x1080.png') })
+
+  // Removing Bob from the operator page removes his tile.
+  const bobRow = op.locator('tr', { hasText: 'Bob' })
+  await Promise.all([op.waitForURL(/done=removed/), bobRow.getByRole('button', { name: /Remove Bob/ }).click()])
+  await until(screen, tileCount(2), 2)
+  t.same(await screen.locator('.tile .name').allTextContents(), ['Alice', 'Carol'])
+
+  // Without readings a tile shows no signal.
+  await until(screen, ([s, v]) => document.querySelector(s)?.getAttribute('data-state') === v, [`.tile[data-profile-id="${alice}"]`, 'no-signal'] as const, 30_000)
+  t.equal(await text(screen, `.tile[data-profile-id="${alice}"] .num`), '--')
+
+  // Revoking the display link: the old link answers 404, the new one works.
+  await Promise.all([op.waitForURL(/done=revoked/), op.getByRole('button', { name: /Revoke display link/ }).click()])
+  const fresh = await op.locator('a.display-link').getAttribute('href')
+  t.not(fresh, link)
+  t.equal((await fetch(link)).status, 404)
+  t.equal((await fetch(link.replace('/display?', '/display/state?'))).status, 404)
+  t.equal((await fetch(fresh ?? '')).status, 200)
+  t.same(errors, [], 'no errors on the display')
+  t.equal(opErrors.length, 1, 'one console error on the operator pages: the refused sign-in')
+  t.match(opErrors[0], /status of 401/)
+})
+
+t.test('operator forms need the operator session and the CSRF token', async t => {
+  const svc = await startTestService(t)
+  const form = { 'content-type': 'application/x-www-form-urlencoded' }
+  const anon = await fetch(`${svc.url}/operator/rooms`, { method: 'POST', headers: form, body: 'name=x', redirect: 'manual' })
+  t.equal(anon.status, 403)
+  t.same(svc.service.services.rooms.list(), [], 'no room created')
+  // A member session is not an operator session, even with its CSRF token.
+  const page = await fetch(`${svc.url}/operator/signin`)
+  const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0] ?? ''
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? ''
+  t.ok(csrf.length > 10)
+  const noOp = await fetch(`${svc.url}/operator/rooms`, { method: 'POST', headers: { ...form, cookie }, body: `csrf=${csrf}&name=x`, redirect: 'manual' })
+  t.equal(noOp.status, 403)
+  // Sign in; then a wrong CSRF token is refused and the right one works.
+  const signIn = await fetch(`${svc.url}/operator/signin`, { method: 'POST', headers: { ...form, cookie }, body: `csrf=${csrf}&admin_token=${svc.adminToken}`, redirect: 'manual' })
+  t.equal(signIn.status, 303)
+  t.equal(signIn.headers.get('location'), '/operator')
+  const opCookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0] ?? ''
+  t.not(opCookie, cookie, 'a new session id on sign-in')
+  const rooms = await fetch(`${svc.url}/operator/rooms`, { headers: { cookie: opCookie } })
+  t.equal(rooms.status, 200)
+  const opCsrf = /name="csrf" value="([^"]+)"/.exec(await rooms.text())?.[1] ?? ''
+  const bad = await fetch(`${svc.url}/operator/rooms`, { method: 'POST', headers: { ...form, cookie: opCookie }, body: `csrf=${csrf}&name=x`, redirect: 'manual' })
+  t.equal(bad.status, 403)
+  const good = await fetch(`${svc.url}/operator/rooms`, { method: 'POST', headers: { ...form, cookie: opCookie }, body: `csrf=${opCsrf}&name=Gym`, redirect: 'manual' })
+  t.equal(good.status, 303)
+  t.same(svc.service.services.rooms.list().map(r => r.name), ['Gym'])
+  // The old (pre-sign-in) session id no longer works.
+  const old = await fetch(`${svc.url}/operator`, { headers: { cookie }, redirect: 'manual' })
+  t.equal(old.status, 303)
+})
