@@ -30,7 +30,7 @@ export interface SerialSourceOptions {
   /** Default 115200. */
   baudRate?: number
   format: SerialFormat
-  /** Fixed device id; otherwise taken from the device's $ID line, otherwise the path. */
+  /** Fixed device id; otherwise taken from the device's $ID line, otherwise serialPathDeviceId(path). */
   deviceId?: string
   /** hrmi only: how often to poll with `G1\r`. Default 1000 ms. */
   pollIntervalMs?: number
@@ -54,6 +54,19 @@ export const SERIAL_DEFAULTS = {
 } as const
 
 /**
+ * The device id for a port whose device never identifies itself: the path
+ * made a valid device id (firmware-protocol/device-id.ts: 1..64 of
+ * [A-Za-z0-9:_.-], the rule pairing and MQTT topics enforce), so that such a
+ * device can still be paired. '/dev/ttyUSB0' → 'dev_ttyUSB0'; a longer path
+ * keeps its last 64 characters, the specific end.
+ */
+export function serialPathDeviceId (path: string): string {
+  const id = path.replace(/^\/+/, '').replace(/[^A-Za-z0-9:_.-]+/g, '_')
+  const tail = id.length > 64 ? id.slice(-64) : id
+  return tail === '' ? 'serial' : tail
+}
+
+/**
  * Drops every listener this source put on a port it no longer uses, leaving
  * one no-op 'error' listener: serialport can still emit 'error' on a later
  * tick (a failed write, a failed close), and an 'error' with no listener
@@ -66,6 +79,7 @@ function retire (port: SerialPort): void {
 
 export class SerialSource implements Source {
   readonly id: string
+  private readonly pathId: string
   private readonly opts: SerialSourceOptions
   private readonly log: pino.Logger
   private sink: SourceSink | undefined
@@ -87,12 +101,13 @@ export class SerialSource implements Source {
   constructor (options: SerialSourceOptions) {
     this.opts = options
     this.id = `serial:${options.path}`
+    this.pathId = serialPathDeviceId(options.path)
     this.log = (options.logger ?? pino({ enabled: false })).child({ component: 'serial', path: options.path })
   }
 
-  /** The id readings carry: configured, else from the $ID line, else the path. */
+  /** The id readings carry: configured, else from the $ID line, else derived from the path. */
   get deviceId (): string {
-    return this.opts.deviceId ?? this.learnedId ?? this.opts.path
+    return this.opts.deviceId ?? this.learnedId ?? this.pathId
   }
 
   status (): SourceStatus {

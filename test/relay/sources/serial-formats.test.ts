@@ -1,5 +1,7 @@
 import t from 'tap'
 import { rig } from './serial-recorder.ts'
+import { serialPathDeviceId } from '../../../relay/sources/serial.ts'
+import { isValidDeviceId } from '../../../firmware-protocol/device-id.ts'
 import type { TextVariant } from '../../../device-sim/serial/device.ts'
 
 t.test('framed: the $ID line sets the device id; bpm and rr arrive exactly', async t => {
@@ -22,12 +24,23 @@ t.test('framed: the $ID line sets the device id; bpm and rr arrive exactly', asy
   t.same(sink.drops, [])
 })
 
-t.test('framed without $ID: the device id is the path; a configured id wins over $ID', async t => {
+t.test('serialPathDeviceId turns a path into a valid, pairable device id', async t => {
+  t.equal(serialPathDeviceId('/dev/ttyUSB0'), 'dev_ttyUSB0')
+  t.equal(serialPathDeviceId('/dev/serial/by-id/usb-FTDI_FT232R_A50285BI-if00-port0'), 'dev_serial_by-id_usb-FTDI_FT232R_A50285BI-if00-port0')
+  t.equal(serialPathDeviceId('COM3'), 'COM3')
+  t.equal(serialPathDeviceId('/'), 'serial')
+  const long = serialPathDeviceId('/x/' + 'a'.repeat(100) + '/ttyACM0')
+  t.equal(long.length, 64)
+  t.ok(long.endsWith('_ttyACM0'))
+  for (const id of ['dev_ttyUSB0', long]) t.ok(isValidDeviceId(id), id)
+})
+
+t.test('framed without $ID: the device id comes from the path; a configured id wins over $ID', async t => {
   const a = await rig(t, { format: 'framed' })
   await a.device.sendReading(64, [937])
   await a.sink.waitFor(() => a.sink.readings.length >= 1, '1 reading')
-  t.same(a.sink.readings.map(r => [r.device_id, r.heart_rate, r.rr_intervals_ms]), [[a.pair.relayPath, 64, [937]]])
-  t.same(a.sink.devices.map(d => d.device_id), [a.pair.relayPath])
+  t.same(a.sink.readings.map(r => [r.device_id, r.heart_rate, r.rr_intervals_ms]), [[serialPathDeviceId(a.pair.relayPath), 64, [937]]])
+  t.same(a.sink.devices.map(d => d.device_id), [serialPathDeviceId(a.pair.relayPath)])
 
   const b = await rig(t, { format: 'framed', deviceId: 'bench-strap' })
   await b.device.sendIdentity('strap-99', '2.0')
@@ -47,7 +60,7 @@ for (const textVariant of variants) {
     await device.sendReading(99)
     await sink.waitFor(() => sink.readings.some(r => r.heart_rate === 99), 'the last reading')
     t.same(sink.bpms(), [61, 72, 180, 99])
-    t.ok(sink.readings.every(r => r.device_id === pair.relayPath && r.source === 'serial' && r.rr_intervals_ms === undefined))
+    t.ok(sink.readings.every(r => r.device_id === serialPathDeviceId(pair.relayPath) && r.source === 'serial' && r.rr_intervals_ms === undefined))
     t.same(sink.drops, [], 'no-value and PulseSensor S/Q lines are not errors')
   })
 }

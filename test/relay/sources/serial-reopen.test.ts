@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPtyPair } from '../../../device-sim/serial/pty.ts'
 import { SerialDeviceSim } from '../../../device-sim/serial/device.ts'
-import { SerialSource } from '../../../relay/sources/serial.ts'
+import { SerialSource, serialPathDeviceId } from '../../../relay/sources/serial.ts'
 import { RecorderSink, rig } from './serial-recorder.ts'
 
 const fastReopen = { initialMs: 50, maxMs: 400 }
@@ -92,7 +92,7 @@ t.test('a missing path at start does not throw; the source retries until the por
   await device.sendReading(58)
   await sink.waitFor(() => sink.readings.length >= 1, '1 reading')
   t.same(sink.bpms(), [58])
-  t.equal(sink.readings[0]?.device_id, join(dir, 'relay'))
+  t.equal(sink.readings[0]?.device_id, serialPathDeviceId(join(dir, 'relay')))
 })
 
 function timers (): number {
