@@ -6,7 +6,10 @@
 // unplug() ends socat: both pty masters close, so a reader on either slave
 // gets EIO and serialport reports a disconnect, as when a USB adapter is
 // pulled. plug() starts socat again with the same link names, so the relay can
-// reopen the very same path, as when the adapter is put back.
+// reopen the very same path, as when the adapter is put back. (Closing only
+// the device end is not an unplug: socat keeps both pty slaves open itself, so
+// the relay end just goes quiet. A device sim must reopen devicePath after
+// plug(), since it is a new pty.)
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, unlink, realpath } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
