@@ -73,6 +73,7 @@ export class UpstreamBridge {
   /** Last key handed to mqtt.js in this process; later keys are read from the queue. */
   private cursor = ''
   private readonly inflight = new Set<string>()
+  private drainWaiters: Array<() => void> = []
   private readonly retry: Array<[string, StoredReading]> = []
   private writes: Promise<void> = Promise.resolve()
   private pumping = false
@@ -194,7 +195,18 @@ export class UpstreamBridge {
     }
     this.deps.metrics?.upstreamAcked()
     this.deps.metrics?.setUpstreamQueue(this.length)
+    if (this.inflight.size === 0) for (const fn of this.drainWaiters.splice(0)) fn()
     this.kick()
+  }
+
+  /** At shutdown, waits (bounded) for the PUBACKs of readings in flight so they are not sent twice after a restart. */
+  private async drain (timeoutMs: number): Promise<void> {
+    if (this.inflight.size === 0 || this.client?.connected !== true) return
+    await new Promise<void>(resolve => {
+      const timer = setTimeout(resolve, timeoutMs)
+      timer.unref()
+      this.drainWaiters.push(() => { clearTimeout(timer); resolve() })
+    })
   }
 
   /** Resolves when every enqueued reading was written to the queue (for tests and orderly shutdown). */
@@ -214,6 +226,7 @@ export class UpstreamBridge {
     if (this.stopped) return
     this.stopped = true
     await this.flushed()
+    await this.drain(2000)
     const client = this.client
     this.client = null
     if (client !== null) {
@@ -223,6 +236,7 @@ export class UpstreamBridge {
       client.removeAllListeners()
     }
     this.inflight.clear()
+    this.drainWaiters = []
     this.retry.length = 0
     this.cursor = ''
   }
