@@ -16,6 +16,8 @@ import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
 import type { Config } from './config.ts'
 import { startDemo } from '../device-sim/demo.ts'
+import { SourceManager, buildSources } from './sources/manager.ts'
+import { MidiOutput } from './outputs/midi.ts'
 import { Devices } from '../api/store/devices.ts'
 import { Metrics, instrumentIngest, metricsPlugin } from './metrics.ts'
 import { MqttBroker } from './broker/broker.ts'
@@ -126,6 +128,8 @@ export async function startService (config: Config, options: { logger?: Logger }
       }
     }
 
+    // Every source hands readings to the same timed pipeline.
+    const ingest = instrumentIngest(data.pipeline, metrics)
     // The embedded MQTT broker (TCP and WebSocket at mqtt.websocket_path); it hands readings to the timed pipeline.
     const broker = config.mqtt.enabled
       ? new MqttBroker({
@@ -134,7 +138,7 @@ export async function startService (config: Config, options: { logger?: Logger }
         maxPacketBytes: config.mqtt.max_packet_bytes,
         connectTimeoutMs: config.mqtt.connect_timeout_ms,
         keepaliveLimitS: config.mqtt.keepalive_limit_s
-      }, { devices, tokens: services.tokens, ingest: instrumentIngest(data.pipeline, metrics), log, metrics, readings: data.hub })
+      }, { devices, tokens: services.tokens, ingest, log, metrics, readings: data.hub })
       : null
     const features = [...apiFeatures, metricsPlugin(metrics), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
     const app = await buildServer(services, { bodyLimit: config.http.body_limit_bytes, features })
@@ -150,6 +154,37 @@ export async function startService (config: Config, options: { logger?: Logger }
       await broker.start()
       stack.push(async () => { await broker.stop() })
       healthSources.push(() => [broker.health()])
+    }
+
+    // BLE straps (only those paired with a member, or on ble.allow) and serial sensors.
+    const sources = new SourceManager(buildSources(config, log, id => devices.ownerOf(id) !== undefined), {
+      ingest,
+      sighting: d => { devices.sighting(d) },
+      dropped: reason => { metrics.dropped(reason) },
+      log
+    })
+    await sources.start()
+    stack.push(async () => { await sources.stop() })
+    healthSources.push(() => sources.health())
+    metrics.trackConnected(() => sources.connected())
+
+    // MIDI outputs: each reading of the configured member as one Note On message.
+    for (const m of config.midi) {
+      const output = new MidiOutput({ path: m.path, kind: m.kind, order: m.order, channel: m.channel, logger: log })
+      const user = await users.byUsername(m.username)
+      if (user === undefined) {
+        log.error({ path: m.path, username: m.username }, 'MIDI output not started: no such user')
+        healthSources.push(() => [{ id: `midi:${m.path}`, state: 'unavailable', detail: `no user ${m.username}` }])
+        continue
+      }
+      const controller = new AbortController()
+      await output.start(controller.signal)
+      const off = data.hub.subscribeProfile(user.profile_id, r => { output.write(r.heart_rate) })
+      stack.push(async () => { off(); controller.abort(); await output.stop() })
+      healthSources.push(() => {
+        const st = output.status()
+        return [{ id: `midi:${m.path}`, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }) }]
+      })
     }
 
     const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: broker?.port ?? null, started_at: new Date().toISOString() }

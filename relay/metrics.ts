@@ -56,6 +56,11 @@ export class Metrics {
     this.collectors.push(() => { for (const [reason, n] of Object.entries(counters())) this.ingestDrops.set({ reason }, n) })
   }
 
+  /** Connected devices per source, read at scrape time. */
+  trackConnected (counts: () => Record<string, number>): void {
+    this.collectors.push(() => { for (const [source, n] of Object.entries(counts())) this.connected.set({ source }, n) })
+  }
+
   /** The Prometheus text exposition. */
   async text (): Promise<{ contentType: string, body: string }> {
     for (const collect of this.collectors) collect()

@@ -16,8 +16,6 @@ export interface SourceDeps {
   dropped: (reason: string) => void
   /** A reading handed to the pipeline, by source (metrics). */
   submitted?: (r: Reading, result: IngestResult) => void
-  /** Whether a device id is paired with a member (BLE connects paired straps only unless an allow-list is set). */
-  isPaired: (deviceId: string) => boolean
   log: Logger
 }
 
