@@ -38,7 +38,7 @@ export class Metrics {
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
     this.wsClients.set(0)
-    if (options.defaultMetrics === true) collectDefaultMetrics({ register: this.registry, prefix: 'hr_relay_process_' })
+    if (options.defaultMetrics === true) collectDefaultMetrics({ register: this.registry, prefix: 'hr_relay_' })
   }
 
   readingStored (source: string): void { this.readings.inc({ source }) }

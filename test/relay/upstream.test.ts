@@ -77,7 +77,7 @@ t.test('stop Mosquitto, keep ingesting, restart the relay and Mosquitto: every r
 
   await mosquitto.stop()
   await ingest(10, 25)
-  const health = await (await fetch(`${svc.url}/health`)).json()
+  const health = await (await fetch(`${svc.url}/health`)).json() as { sources: unknown[] }
   t.match(health.sources, [{ id: 'upstream' }], 'the bridge reports its state in /health')
   // The relay restarts while the upstream is still down: the queue is on disk.
   await svc.stop()

@@ -50,7 +50,7 @@ t.test('a paired MQTT device\'s QoS 1 reading is readable through the API once P
   t.match(list.devices[0], { device_id: 'esp32-01', username: 'alice', profile_id: profile, kind: 'any', name: 'Bike 3', mqtt_username: 'esp32-01', state: { source: 'mqtt', connected: true, battery_percent: 64, last_reading: { heart_rate: 77, measured_at: measuredAt } } })
   t.notOk('mqtt_password_hash' in list.devices[0], 'the hash never leaves the server')
 
-  const health = await (await fetch(`${svc.url}/health`)).json()
+  const health = await (await fetch(`${svc.url}/health`)).json() as { sources: unknown[] }
   t.match(health.sources, [{ id: 'mqtt', state: 'running', connected: 1 }])
 
   const metrics = await fetch(`${svc.url}/metrics`)
