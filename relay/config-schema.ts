@@ -72,7 +72,8 @@ export const CONFIG_SCHEMA = {
         connect_timeout_ms: { type: 'integer', minimum: 500, default: 15000 },
         gatt_timeout_ms: { type: 'integer', minimum: 500, default: 15000 },
         backoff_initial_ms: { type: 'integer', minimum: 50, default: 1000 },
-        backoff_max_ms: { type: 'integer', minimum: 100, default: 30000 }
+        backoff_max_ms: { type: 'integer', minimum: 100, default: 30000 },
+        rescan_interval_ms: { type: 'integer', minimum: 100, default: 5000, description: 'how often devices are listed and paired straps connected' }
       }
     },
     serial: {

@@ -29,6 +29,7 @@ export function buildSources (config: Config, log: Logger, isPaired: (id: string
       connectTimeoutMs: config.ble.connect_timeout_ms,
       gattTimeoutMs: config.ble.gatt_timeout_ms,
       backoff: { initialMs: config.ble.backoff_initial_ms, maxMs: config.ble.backoff_max_ms },
+      rescanIntervalMs: config.ble.rescan_interval_ms,
       logger: log
     }))
   }
