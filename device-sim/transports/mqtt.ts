@@ -112,7 +112,9 @@ export class MqttTransport implements SimTransport {
       client.stream?.destroy()
       await client.endAsync(true)
     } else {
-      await client.endAsync()
+      // A graceful DISCONNECT; mqtt.js would first wait for every unacknowledged
+      // QoS 1 publish (a refused garbage payload never is), so force it then.
+      await client.endAsync(Object.keys(client.outgoing).length > 0)
     }
     return 'injected'
   }
