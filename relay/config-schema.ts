@@ -7,7 +7,7 @@ export const CONFIG_SCHEMA = {
   properties: {
     data_dir: { type: 'string', minLength: 1, default: './data', description: 'LevelDB data, admin token and server address' },
     log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    demo: { type: 'boolean', default: true, description: 'run the simulated gym when nothing else is configured (hr-relay start --no-demo turns it off)' },
+    demo: { type: 'boolean', default: true, description: 'run the simulated gym; default true with no configuration file, false with one (hr-relay start --no-demo turns it off)' },
     http: {
       type: 'object',
       additionalProperties: false,

@@ -94,6 +94,8 @@ export async function loadConfig (options: LoadOptions = {}): Promise<Config> {
       throw new ConfigError(options.file, [`not valid JSON: ${(err as Error).message}`])
     }
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(options.file, ['(root): must be a JSON object'])
+    // The simulated gym is for a first start with nothing configured; a configuration file turns it off unless it asks for it.
+    if (raw.demo === undefined) raw.demo = false
   }
   const env = options.env ?? process.env
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {

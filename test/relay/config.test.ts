@@ -54,5 +54,8 @@ t.test('files: unreadable, not JSON, not an object; environment and flags overri
   t.equal(c.http.port, 9200, 'flags win over the environment')
   t.equal(c.data_dir, '/srv/b', 'environment wins over the file')
   t.equal(c.ble.enabled, false)
+  t.equal(c.demo, false, 'a configuration file turns the demo off unless it asks for it')
+  await writeFile(join(dir, 'demo.json'), JSON.stringify({ demo: true }))
+  t.equal((await loadConfig({ file: join(dir, 'demo.json'), env: {} })).demo, true)
   await t.rejects(loadConfig({ env: { HR_RELAY_HTTP_PORT: 'eighty' } }), { name: 'ConfigError', message: /http\.port: must be integer/ })
 })
