@@ -4,7 +4,8 @@
 // `load()` reads the pairings into memory once so that `ownerOf` (the
 // pipeline's owner resolution, on the hot path) does no I/O.
 import type { Store, Sub } from './db.ts'
-import { dummyVerify, hashSecret, newSecret, verifySecret } from './secrets.ts'
+import { timingSafeEqual } from 'node:crypto'
+import { digest, dummyVerify, hashSecret, newSecret, verifySecret } from './secrets.ts'
 import type { ReadingSource } from '../pipeline/reading.ts'
 
 export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'any'
@@ -71,6 +72,12 @@ export class Devices {
   private readonly byId = new Map<string, DeviceRecord>()
   private readonly byMqttUser = new Map<string, DeviceRecord>()
   private readonly live = new Map<string, DeviceState>()
+  /**
+   * SHA-256 of MQTT passwords that passed scrypt, in memory only, so that a
+   * reconnect storm (a gym's access point reboots) does not cost one scrypt per
+   * device each time. The passwords are 192 random bits; the digest is not stored.
+   */
+  private readonly verified = new Map<string, Buffer>()
   private readonly removedListeners = new Set<(device: DeviceRecord) => void>()
   private loaded = false
 
@@ -131,7 +138,10 @@ export class Devices {
     if (record === undefined) return undefined
     await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
     this.byId.delete(id)
-    if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+    if (record.mqtt_username !== undefined) {
+      this.byMqttUser.delete(record.mqtt_username)
+      this.verified.delete(record.mqtt_username)
+    }
     for (const fn of this.removedListeners) fn(record)
     return record
   }
@@ -169,9 +179,14 @@ export class Devices {
       await dummyVerify(password)
       return undefined
     }
+    const given = Buffer.from(digest(password), 'hex')
+    const known = this.verified.get(username)
+    if (known !== undefined && timingSafeEqual(known, given)) return record
     const ok = await verifySecret(password, record.mqtt_password_hash)
     // The pairing may have been removed while scrypt ran.
-    return ok && this.byMqttUser.get(username) === record ? record : undefined
+    if (!ok || this.byMqttUser.get(username) !== record) return undefined
+    this.verified.set(username, given)
+    return record
   }
 
   /** A source saw a device (fed by `SourceSink.device` and by the broker). */

@@ -78,3 +78,16 @@ t.test('sightings: merged per device, unpaired ones listed newest first, bounded
   t.equal(list[0]?.device_id, `dev-${MAX_SIGHTINGS + 9}`)
   t.equal(devices.stateOf('dev-0'), undefined, 'the oldest were forgotten')
 })
+
+t.test('a verified password is remembered (digest in memory) until the pairing is removed', async t => {
+  const { devices } = await open(t)
+  const { mqtt_password: password } = await devices.add({ device_id: 'hr-09', profile_id: 'p1' })
+  t.equal((await devices.verifyMqtt('hr-09', password ?? ''))?.device_id, 'hr-09')
+  t.equal((await devices.verifyMqtt('hr-09', password ?? ''))?.device_id, 'hr-09', 'second time from the cache')
+  t.equal(await devices.verifyMqtt('hr-09', (password ?? '') + 'x'), undefined, 'a wrong password still fails')
+  await devices.remove('hr-09')
+  t.equal(await devices.verifyMqtt('hr-09', password ?? ''), undefined)
+  const again = await devices.add({ device_id: 'hr-09', profile_id: 'p2' })
+  t.equal(await devices.verifyMqtt('hr-09', password ?? ''), undefined, 'the old password does not open the new pairing')
+  t.equal((await devices.verifyMqtt('hr-09', again.mqtt_password ?? ''))?.profile_id, 'p2')
+})
