@@ -10,9 +10,9 @@ import { one } from './guard.ts'
 import { operatorNav } from './nav.ts'
 import { operatorForm, operatorPage } from './operator.ts'
 
-/** The registry, when the composition root built one (app.hr.devices). */
+/** The device registry (app.hr.devices); undefined only for a server built without one. */
 export function devicesOf (app: FastifyInstance): Devices | undefined {
-  return (app.hr as { devices?: Devices }).devices
+  return app.hr.devices as Devices | undefined
 }
 
 /** The pairing kind for a device seen by a source: readings of other sources then do not count as its. */

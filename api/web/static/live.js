@@ -1,8 +1,9 @@
 // A WebSocket that reconnects by itself with exponential backoff (1 s doubling
 // to 10 s, with jitter) and reports its state: 'connecting', 'waiting' (open,
 // no reading yet), 'live', 'no-signal' (open, nothing for staleMs),
-// 'reconnecting'. onMessage returns true when the message was a reading.
-export function openLive (url, { onMessage, onState, onOpen, staleMs = 5000, minDelay = 1000, maxDelay = 10000 }) {
+// 'reconnecting', 'gone' (stillValid() said the capability was revoked; no
+// more retries). onMessage returns true when the message was a reading.
+export function openLive (url, { onMessage, onState, onOpen, stillValid, staleMs = 5000, minDelay = 1000, maxDelay = 10000 }) {
   let ws
   let delay = minDelay
   let retryTimer
@@ -26,6 +27,8 @@ export function openLive (url, { onMessage, onState, onOpen, staleMs = 5000, min
       try { msg = JSON.parse(ev.data) } catch { return }
       if (onMessage(msg) === true) { onState('live'); arm() }
     })
+    let opened = false
+    ws.addEventListener('open', () => { opened = true })
     ws.addEventListener('close', () => {
       clearTimeout(staleTimer)
       ws = undefined
@@ -33,7 +36,14 @@ export function openLive (url, { onMessage, onState, onOpen, staleMs = 5000, min
       onState('reconnecting')
       const wait = delay + Math.floor(Math.random() * 250)
       delay = Math.min(delay * 2, maxDelay)
-      retryTimer = setTimeout(connect, wait)
+      const retry = () => { if (!stopped) retryTimer = setTimeout(connect, wait) }
+      // A refused handshake may mean the capability was revoked: ask before retrying.
+      if (opened || !stillValid) { retry(); return }
+      stillValid().then(valid => {
+        if (valid) { retry(); return }
+        stopped = true
+        onState('gone')
+      }, retry)
     })
   }
   connect()

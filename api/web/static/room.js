@@ -106,11 +106,12 @@ async function refresh () {
   for (const id of [...tiles.keys()]) if (!seen.has(id)) removeTile(id)
 }
 
-const CONN = { connecting: 'connecting…', reconnecting: 'reconnecting…', waiting: '', live: '', 'no-signal': '' }
+const CONN = { connecting: 'connecting…', reconnecting: 'reconnecting…', waiting: '', live: '', 'no-signal': '', gone: 'This display link was revoked. Ask the operator for the new link.' }
 
 openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rate,room_member_updated,room_member_removed,room_updated`), {
   staleMs: 0,
   onState (s) { root.dataset.connection = s; connEl.textContent = CONN[s] ?? '' },
+  stillValid: async () => (await fetch(`/rooms/${encodeURIComponent(roomId)}/display/state?${q}`, { cache: 'no-store' })).status !== 404,
   onOpen () { refresh().catch(() => {}) },
   onMessage (msg) {
     const at = Date.parse(msg?.timestamp) || Date.now()

@@ -11,11 +11,11 @@ const widgetId = root.dataset.widgetId
 const cfg = normalizeConfig(JSON.parse(document.getElementById('widget-config').textContent), c => CSS.supports('color', c))
 
 if (cfg.font !== null) root.style.fontFamily = `${JSON.stringify(cfg.font)}, system-ui, sans-serif`
-heart.hidden = !cfg.heartEnabled
+if (!cfg.heartEnabled) heart.setAttribute('hidden', '')
 heart.style.fill = cfg.heartColor
 bpmEl.style.color = cfg.textColor
 
-const LABELS = { connecting: 'connecting…', waiting: 'waiting for heart rate…', live: '', 'no-signal': 'no signal', reconnecting: 'reconnecting…' }
+const LABELS = { connecting: 'connecting…', waiting: 'waiting for heart rate…', live: '', 'no-signal': 'no signal', reconnecting: 'reconnecting…', gone: 'widget revoked' }
 
 function show (state) {
   root.dataset.state = state
@@ -27,6 +27,8 @@ function show (state) {
 openLive(wsUrl(`/widgets/${encodeURIComponent(widgetId)}/stream`), {
   staleMs: 5000,
   onState: show,
+  // The page answers 404 once the owner revoked the widget.
+  stillValid: async () => (await fetch(window.location.href, { method: 'HEAD', cache: 'no-store' })).status !== 404,
   onMessage (msg) {
     const bpm = bpmOf(msg)
     if (bpm === null) return false

@@ -115,7 +115,10 @@ t.test('room display gains and loses tiles as the operator adds and removes memb
   t.equal((await fetch(link)).status, 404)
   t.equal((await fetch(link.replace('/display?', '/display/state?'))).status, 404)
   t.equal((await fetch(fresh ?? '')).status, 200)
-  t.same(errors, [], 'no errors on the display')
+  // The open display loses its stream and shows that its link was revoked.
+  await until(screen, ([s, v]) => document.querySelector(s)?.getAttribute('data-connection') === v, ['#room', 'gone'] as const, 30_000)
+  t.equal(await text(screen, '#connection'), 'This display link was revoked. Ask the operator for the new link.')
+  t.same(errors.filter(e => !/404/.test(e)), [], 'no errors on the display besides the refused reconnect')
   t.equal(opErrors.length, 1, 'one console error on the operator pages: the refused sign-in')
   t.match(opErrors[0], /status of 401/)
 })
