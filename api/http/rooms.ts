@@ -43,10 +43,16 @@ export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: stri
     ...(cfg.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: cfg.maxBufferedBytes })
   })
   stream.onClose(app.hr.hub.subscribeRoom(roomId, message => {
-    if (kinds.has(message.kind)) stream.send(JSON.stringify(message))
-    // A removed member, or a rotated display capability, loses the stream at once.
-    if (message.kind !== 'heart_rate' && !allowed()) stream.close(1008, 'no longer allowed in this room')
+    const ok = allowed()
+    // A removed member still gets the message about its own removal; then the stream closes.
+    const ownRemoval = message.kind === 'room_member_removed' && viewer.kind === 'member' && message.room_member_removed.profile_id === viewer.profileId
+    if (ok || ownRemoval) {
+      if (kinds.has(message.kind)) stream.send(JSON.stringify(message))
+    }
+    if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))
+  // A rotated display capability (or a removal) closes the stream at once.
+  stream.onClose(rooms.onChange(changed => { if (changed === roomId && !allowed()) stream.close(1008, 'no longer allowed in this room') }))
 }
 
 /** The room id of the path; 404 JSON when there is no such room. */

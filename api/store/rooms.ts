@@ -44,6 +44,7 @@ export class Rooms {
   private readonly rooms = new Map<string, RoomRecord>()
   private readonly index = new Map<string, Set<string>>()
   private loaded = false
+  private readonly changeListeners = new Set<(roomId: string) => void>()
 
   constructor (private readonly store: Store, private readonly publish: RoomPublisher = () => {}) {
     this.sub = store.sub<RoomRecord>('rooms')
@@ -92,6 +93,7 @@ export class Rooms {
     const next = { ...structuredClone(room), name }
     await this.save(next)
     this.publish(roomId, { kind: 'room_updated', timestamp: new Date().toISOString(), room_updated: { room_id: roomId, config: roomConfig(next) } })
+    this.changed(roomId)
     return structuredClone(next)
   }
 
@@ -111,6 +113,7 @@ export class Rooms {
     next.members = [...next.members.filter(m => m.profile_id !== profileId), member]
     await this.save(next)
     this.publish(roomId, { kind: 'room_member_updated', timestamp: new Date(now).toISOString(), room_member_updated: { profile_id: profileId, config: memberConfig(member) } })
+    this.changed(roomId)
     return structuredClone(member)
   }
 
@@ -121,6 +124,7 @@ export class Rooms {
     const next = { ...structuredClone(room), members: room.members.filter(m => m.profile_id !== profileId).map(m => structuredClone(m)) }
     await this.save(next)
     this.publish(roomId, { kind: 'room_member_removed', timestamp: new Date().toISOString(), room_member_removed: { profile_id: profileId } })
+    this.changed(roomId)
     return true
   }
 
@@ -130,10 +134,22 @@ export class Rooms {
     if (room === undefined) return undefined
     const next = { ...structuredClone(room), display_id: newToken() }
     await this.save(next)
+    this.changed(roomId)
     return structuredClone(next)
   }
 
   get isLoaded (): boolean { return this.loaded }
+
+  /** Called after every change of a room (streams re-check access); returns unsubscribe. */
+  onChange (fn: (roomId: string) => void): () => void {
+    this.changeListeners.add(fn)
+    return () => { this.changeListeners.delete(fn) }
+  }
+
+  /** Tells open streams to re-check access (after the room event was published). */
+  private changed (roomId: string): void {
+    for (const fn of [...this.changeListeners]) fn(roomId)
+  }
 
   private async save (room: RoomRecord): Promise<void> {
     await this.store.batch([{ type: 'put', sublevel: this.sub, key: room.room_id, value: room }], { sync: true })
