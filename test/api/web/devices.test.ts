@@ -1,0 +1,94 @@
+// The operator pairs an unpaired BLE strap from the device page, in real
+// Chromium, and the strap's readings then arrive under that member. The strap
+// is the BlueZ emulator on a private dbus-daemon; the relay's BLE source talks
+// to it through node-ble (only the radio is fake).
+import t from 'tap'
+import { startPrivateBus } from '../../../device-sim/ble/private-bus.ts'
+import { BluezEmulator } from '../../../device-sim/ble/bluez-emulator.ts'
+import { startTestService } from '../../helpers/service.ts'
+import { launch, newPage, text } from './browser.ts'
+
+const ADDRESS = 'C0:FF:EE:00:00:01'
+
+async function eventually<T> (what: string, fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const v = await fn()
+    if (v !== undefined) return v
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise(resolve => setTimeout(resolve, 250))
+  }
+}
+
+t.test('operator pairs an unpaired strap and its readings arrive under the member', async t => {
+  const bus = await startPrivateBus()
+  const emulator = await BluezEmulator.start({ busAddress: bus.address })
+  const previousBus = process.env.DBUS_SYSTEM_BUS_ADDRESS
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address
+  const strap = emulator.addStrap({ address: ADDRESS, name: 'Polar H10 0001', battery: 77, rssi: -58 })
+  const svc = await startTestService(t, { ble: { enabled: true, rescan_interval_ms: 200, backoff_initial_ms: 50, backoff_max_ms: 400 } })
+  // The service (and its BLE source) stops before the emulator and the bus go (svc.stop() is idempotent).
+  t.teardown(async () => {
+    await svc.stop()
+    await emulator.stop()
+    await bus.stop()
+    if (previousBus === undefined) delete process.env.DBUS_SYSTEM_BUS_ADDRESS
+    else process.env.DBUS_SYSTEM_BUS_ADDRESS = previousBus
+  })
+  const rider = await svc.user('rider')
+  await svc.user('other')
+  const read = await svc.token('rider', 'data:heart_rate:read')
+
+  const browser = await launch(t)
+  const errors: string[] = []
+  const { page } = await newPage(browser, errors)
+  await page.goto(`${svc.url}/operator/signin`)
+  await page.getByLabel('Admin token').fill(svc.adminToken)
+  await Promise.all([page.waitForURL(`${svc.url}/operator`), page.getByRole('button', { name: 'Sign in' }).click()])
+  t.match(await page.locator('table', { hasText: 'Relay sources' }).textContent(), /ble/)
+
+  // The strap shows up in "Unpaired devices in range" (the page is reloaded until the BLE scan saw it).
+  const row = page.locator(`form.pair-form[data-device-id="${ADDRESS}"]`)
+  await eventually('the strap among the unpaired devices', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    return await row.count() === 1 ? true : undefined
+  })
+  const unpairedRow = page.locator('tr', { has: row })
+  t.match(await unpairedRow.textContent(), /Polar H10 0001/)
+  t.match(await unpairedRow.textContent(), /ble/)
+  t.equal(svc.service.services.devices.get(ADDRESS), undefined, 'not paired yet')
+
+  await row.getByLabel(`Member for ${ADDRESS}`).selectOption('rider')
+  await Promise.all([page.waitForURL(/done=paired/), row.getByRole('button', { name: 'Pair with member' }).click()])
+  t.equal(await text(page, '[role=status]'), 'Device paired.')
+  const paired = svc.service.services.devices.get(ADDRESS)
+  t.equal(paired?.profile_id, rider)
+  t.equal(paired?.kind, 'ble')
+  t.equal(await page.locator(`form.pair-form[data-device-id="${ADDRESS}"]`).count(), 0, 'no longer offered for pairing')
+
+  // The relay connects the now-paired strap and subscribes; its notifications become the rider's readings.
+  await eventually('the relay subscribing to the strap', async () => strap.notifying ? true : undefined)
+  const latest = await eventually('the reading under the member', async () => {
+    strap.sendHeartRate({ heart_rate: 88, sensor_contact: 'detected' })
+    const res = await fetch(`${svc.url}/api/v1/data/heart_rate/latest`, { headers: { authorization: `Bearer ${read}` } })
+    const body = await res.json() as { data?: { heart_rate?: number } }
+    return res.status === 200 && body.data?.heart_rate === 88 ? body : undefined
+  })
+  t.equal(latest.data?.heart_rate, 88)
+
+  // The device page shows the paired strap connected, with battery and last reading.
+  const pairedRow = page.locator('tr', { hasText: ADDRESS })
+  await eventually('the paired row with its last reading', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    return (await pairedRow.locator('.last-bpm').count()) === 1 ? true : undefined
+  })
+  t.equal(await pairedRow.locator('.device-state').textContent(), 'connected')
+  t.equal(await pairedRow.locator('.last-bpm').textContent(), '88')
+  t.match(await pairedRow.textContent(), /77%/)
+  t.match(await pairedRow.textContent(), /rider/)
+
+  // Unpairing from the page removes the pairing.
+  await Promise.all([page.waitForURL(/done=unpaired/), pairedRow.getByRole('button', { name: `Unpair ${ADDRESS}` }).click()])
+  t.equal(svc.service.services.devices.get(ADDRESS), undefined)
+  t.same(errors, [], 'no page errors')
+})
