@@ -1,7 +1,7 @@
 // Who may connect, publish and subscribe: real aedes and mqtt.js over loopback TCP.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { closed, connackCode, payload, startBroker, subackCodes } from './harness.ts'
+import { closed, connackCode, payload, startBroker, subackCodes } from '../../helpers/broker.ts'
 
 const alice = randomUUID()
 const bob = randomUUID()

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startTestService } from '../../helpers/service.ts'
-import { connackCode } from './harness.ts'
+import { connackCode } from '../../helpers/broker.ts'
 
 const BIN = fileURLToPath(new URL('../../../bin/hr-relay.js', import.meta.url))
 

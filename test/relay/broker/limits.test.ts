@@ -3,7 +3,7 @@ import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import { MalformedLengthError, MqttSizeGate, PacketTooLargeError } from '../../../relay/broker/limits.ts'
-import { closed, connackCode, payload, startBroker } from './harness.ts'
+import { closed, connackCode, payload, startBroker } from '../../helpers/broker.ts'
 
 const alice = randomUUID()
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex')

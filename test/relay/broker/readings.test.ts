@@ -2,7 +2,7 @@
 // the pipeline stored the reading; bad payloads are dropped and counted.
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
-import { closed, payload, startBroker } from './harness.ts'
+import { closed, payload, startBroker } from '../../helpers/broker.ts'
 
 const alice = randomUUID()
 

@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { startTestService, type TestService } from '../../helpers/service.ts'
-import { subackCodes } from './harness.ts'
+import { subackCodes } from '../../helpers/broker.ts'
 
 async function mqttPort (svc: TestService): Promise<number> {
   const info = JSON.parse(await readFile(join(svc.dataDir, 'server.json'), 'utf8')) as { mqtt_port: number | null }

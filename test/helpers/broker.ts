@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pino from 'pino'
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
-import { Store } from '../../../api/store/db.ts'
-import { Devices } from '../../../api/store/devices.ts'
-import { Tokens } from '../../../api/store/tokens.ts'
-import type { Ingest, IngestResult, Reading, StoredReading } from '../../../api/pipeline/reading.ts'
-import { MqttBroker, type BrokerConfig, type ReadingFeed } from '../../../relay/broker/broker.ts'
-import { Metrics } from '../../../relay/metrics.ts'
+import { Store } from '../../api/store/db.ts'
+import { Devices } from '../../api/store/devices.ts'
+import { Tokens } from '../../api/store/tokens.ts'
+import type { Ingest, IngestResult, Reading, StoredReading } from '../../api/pipeline/reading.ts'
+import { MqttBroker, type BrokerConfig, type ReadingFeed } from '../../relay/broker/broker.ts'
+import { Metrics } from '../../relay/metrics.ts'
 
 interface Tap { teardown (fn: () => unknown): void }
 
