@@ -1,0 +1,175 @@
+// The ingest pipeline against a real LevelDB store: steps, drop reasons,
+// group commit, atomic failure, owner resolution, hub fan-out, retention.
+import t from 'tap'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Store } from '../../../api/store/db.ts'
+import { Readings } from '../../../api/store/readings.ts'
+import { Hub } from '../../../api/hub.ts'
+import { Pipeline, type PipelineOptions } from '../../../api/pipeline/ingest.ts'
+import { decodeRaw, encodeRaw } from '../../../api/pipeline/codec.ts'
+import { sums } from '../../../api/stats.ts'
+import type { StoredReading } from '../../../api/pipeline/reading.ts'
+
+const DAY = 86_400_000
+const NOW = Date.UTC(2026, 5, 1, 10, 0, 0)
+
+async function setup (t: { teardown (fn: () => unknown): void }, extra: Partial<PipelineOptions> = {}, clock = { now: NOW }) {
+  const dir = await mkdtemp(join(tmpdir(), 'hr-ingest-'))
+  const store = await Store.open(dir)
+  const readings = new Readings(store, { gapMs: 5000 })
+  const hub = new Hub()
+  const known = new Set(['alice', 'bob'])
+  const pipeline = new Pipeline({
+    store, readings, hub,
+    users: { get: async (id: string) => known.has(id) ? { profile_id: id } : undefined },
+    retention: { rawDays: 35, rollupDays: 400 },
+    now: () => clock.now,
+    pruneIntervalMs: 0,
+    ...extra
+  })
+  t.teardown(async () => { await pipeline.stop(); await store.close(); await rm(dir, { recursive: true, force: true }) })
+  return { store, readings, hub, pipeline, clock }
+}
+
+async function all (readings: Readings, profile: string): Promise<Array<[number, number]>> {
+  const out: Array<[number, number]> = []
+  for await (const r of readings.range(profile, 0, 9_999_999_999_999)) out.push([r.measured_at, r.heart_rate])
+  return out
+}
+
+t.test('drop reasons and counters', async t => {
+  const { pipeline, readings } = await setup(t)
+  const cases: Array<[string, any, string]> = [
+    ['zero', { profile_id: 'alice', measured_at: NOW, heart_rate: 0, source: 'ble' }, 'non_positive'],
+    ['negative', { profile_id: 'alice', measured_at: NOW, heart_rate: -1, source: 'ble' }, 'non_positive'],
+    ['device only, no pairing', { device_id: 'AA:BB', measured_at: NOW, heart_rate: 70, source: 'ble' }, 'unpaired'],
+    ['unknown profile', { profile_id: 'mallory', measured_at: NOW, heart_rate: 70, source: 'http' }, 'unknown_profile'],
+    ['no owner at all', { measured_at: NOW, heart_rate: 70, source: 'http' }, 'invalid'],
+    ['NaN time', { profile_id: 'alice', measured_at: Number.NaN, heart_rate: 70, source: 'http' }, 'invalid'],
+    ['fractional bpm', { profile_id: 'alice', measured_at: NOW, heart_rate: 70.5, source: 'http' }, 'invalid'],
+    ['bpm as string', { profile_id: 'alice', measured_at: NOW, heart_rate: '70', source: 'http' }, 'invalid'],
+    ['bad RR', { profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'ble', rr_intervals_ms: [800, -1] }, 'invalid'],
+    ['too old', { profile_id: 'alice', measured_at: NOW - 36 * DAY, heart_rate: 70, source: 'http' }, 'out_of_range'],
+    ['far future', { profile_id: 'alice', measured_at: NOW + 11 * 60_000, heart_rate: 70, source: 'http' }, 'out_of_range']
+  ]
+  for (const [name, reading, reason] of cases) {
+    t.same(await pipeline.submit(reading), { status: 'dropped', reason }, name)
+  }
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'ble', rr_intervals_ms: [850, 870], energy_expended_kj: 12, sensor_contact: true }), { status: 'stored', profile_id: 'alice' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 71, source: 'ble' }), { status: 'dropped', reason: 'duplicate' })
+  t.same(pipeline.counters, {
+    received: 13, stored: 1, batches: 2, failed_batches: 0,
+    dropped: { non_positive: 2, unpaired: 1, duplicate: 1, invalid: 5, unknown_profile: 1, out_of_range: 2 }
+  })
+  const stored = []
+  for await (const r of readings.range('alice', 0, NOW)) stored.push(r)
+  t.same(stored, [{ measured_at: NOW, heart_rate: 70, source: 'ble', sensor_contact: true, energy_expended_kj: 12, rr_intervals_ms: [850, 870] }])
+})
+
+t.test('device readings are owned through the injected pairing', async t => {
+  const { pipeline, hub } = await setup(t, { resolveOwner: async d => d === 'AA:BB:CC:DD:EE:FF' ? 'bob' : undefined })
+  const seen: StoredReading[] = []
+  hub.subscribeAll(r => { seen.push(r) })
+  t.same(await pipeline.submit({ device_id: 'AA:BB:CC:DD:EE:FF', measured_at: NOW, heart_rate: 80, source: 'ble' }), { status: 'stored', profile_id: 'bob' })
+  t.same(await pipeline.submit({ device_id: '11:22:33:44:55:66', measured_at: NOW, heart_rate: 80, source: 'ble' }), { status: 'dropped', reason: 'unpaired' })
+  pipeline.setResolveOwner(async () => 'alice')
+  t.same(await pipeline.submit({ device_id: '11:22:33:44:55:66', measured_at: NOW, heart_rate: 81, source: 'ble' }), { status: 'stored', profile_id: 'alice' })
+  t.same(seen, [
+    { profile_id: 'bob', measured_at: NOW, heart_rate: 80, source: 'ble', device_id: 'AA:BB:CC:DD:EE:FF' },
+    { profile_id: 'alice', measured_at: NOW, heart_rate: 81, source: 'ble', device_id: '11:22:33:44:55:66' }
+  ])
+})
+
+t.test('concurrent readings are written as one group; duplicates inside a group count once', async t => {
+  const { pipeline, readings, hub } = await setup(t)
+  const published: number[] = []
+  hub.subscribeProfile('alice', r => { published.push(r.measured_at) })
+  const results = await Promise.all(Array.from({ length: 200 }, async (_, i) =>
+    await pipeline.submit({ profile_id: i % 2 === 0 ? 'alice' : 'bob', measured_at: NOW - 200_000 + Math.floor(i / 4) * 1000, heart_rate: 60 + (i % 7), source: 'sim' })))
+  t.equal(results.filter(r => r.status === 'stored').length, 100)
+  t.equal(results.filter(r => r.status === 'dropped' && r.reason === 'duplicate').length, 100)
+  t.ok(pipeline.counters.batches <= 3, `200 concurrent readings in ${pipeline.counters.batches} batch(es)`)
+  t.equal((await all(readings, 'alice')).length, 50)
+  t.equal(published.length, 50, 'each stored reading published once')
+  const s = await sums(readings, 'alice', NOW - DAY, NOW)
+  t.equal(s.count, 50)
+  t.equal(s.streamedMs, 49_000, '1 s apart: 49 credited seconds')
+})
+
+t.test('a failed write stores nothing and rejects every reading of the group', async t => {
+  const { store, readings, pipeline } = await setup(t)
+  await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000, heart_rate: 60, source: 'sim' })
+  const realBatch = store.batch.bind(store)
+  let fail = true
+  store.batch = async (ops, opts) => { if (fail) { fail = false; throw new Error('disk full') } return await realBatch(ops, opts) }
+  const results = await Promise.allSettled([
+    pipeline.submit({ profile_id: 'alice', measured_at: NOW - 9000, heart_rate: 61, source: 'sim' }),
+    pipeline.submit({ profile_id: 'alice', measured_at: NOW - 12_000, heart_rate: 62, source: 'sim' })
+  ])
+  t.same(results.map(r => r.status), ['rejected', 'rejected'])
+  t.equal(pipeline.counters.failed_batches, 1)
+  t.same(await all(readings, 'alice'), [[NOW - 10_000, 60]], 'nothing of the failed group was stored')
+  t.same((await readings.latest('alice'))?.measured_at, NOW - 10_000, 'latest unchanged')
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 9000, heart_rate: 61, source: 'sim' }), { status: 'stored', profile_id: 'alice' })
+  const s = await sums(readings, 'alice', NOW - DAY, NOW)
+  t.same(s, { count: 2, sum: 121, min: 60, max: 61, streamedMs: 1000, bpmMs: 61_000 }, 'rollups count the retried reading once')
+})
+
+t.test('out-of-order readings into closed minutes update both rollups', async t => {
+  const { pipeline, readings } = await setup(t)
+  const m = Math.floor((NOW - 3_600_000) / 60_000) * 60_000
+  await pipeline.submit({ profile_id: 'alice', measured_at: m - 2000, heart_rate: 100, source: 'sim' })
+  await pipeline.submit({ profile_id: 'alice', measured_at: m + 2000, heart_rate: 120, source: 'sim' })
+  let s = await sums(readings, 'alice', NOW - DAY, NOW)
+  t.equal(s.streamedMs, 4000)
+  // Arrives late, between the two: splits the 4 s interval (the later reading's credit drops to 2 s).
+  await pipeline.submit({ profile_id: 'alice', measured_at: m, heart_rate: 110, source: 'sim' })
+  s = await sums(readings, 'alice', NOW - DAY, NOW)
+  t.same(s, { count: 3, sum: 330, min: 100, max: 120, streamedMs: 4000, bpmMs: 110 * 2000 + 120 * 2000 })
+  const rollups = []
+  for await (const r of readings.rollups('alice', m - 60_000, m + 60_000)) rollups.push([r[0], r[1].c, r[1].st])
+  t.same(rollups, [[m - 60_000, 1, 0], [m, 2, 4000]])
+})
+
+t.test('retention prunes raw readings and rollups in bounded steps', async t => {
+  const clock = { now: NOW }
+  const { pipeline, readings } = await setup(t, {}, clock)
+  for (let i = 0; i < 30; i++) await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 30 * DAY + i * 61_000, heart_rate: 70, source: 'sim' })
+  await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 75, source: 'sim' })
+  clock.now = NOW + 6 * DAY // the 30 old readings are now 36 days old
+  const deleted = await pipeline.pruneNow(7)
+  t.equal(deleted, 30, 'raw readings past 35 days deleted')
+  t.same(await all(readings, 'alice'), [[NOW, 75]])
+  let rollups = 0
+  for await (const _ of readings.rollups('alice', 0, NOW + DAY)) rollups++
+  t.equal(rollups, 31, 'rollups are kept for 400 days')
+  clock.now = NOW + 401 * DAY
+  t.equal(await pipeline.pruneNow(), 32, 'rollups and the last raw reading pruned')
+})
+
+t.test('hub: a throwing subscriber does not affect others or the pipeline', async t => {
+  const { pipeline, hub } = await setup(t)
+  const got: number[] = []
+  hub.subscribeAll(() => { throw new Error('boom') })
+  const off = hub.subscribeProfile('alice', r => { got.push(r.heart_rate) })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 90, source: 'sim' }), { status: 'stored', profile_id: 'alice' })
+  off()
+  await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 1, heart_rate: 91, source: 'sim' })
+  t.same(got, [90])
+  t.equal(hub.counters.listenerErrors, 2)
+  t.equal(hub.profileSubscribers('alice'), 0)
+})
+
+t.test('raw value codec', async t => {
+  const plain = encodeRaw({ heart_rate: 72, source: 'http' })
+  t.same([...plain], [0, 72, 0], 'a plain reading is 3 bytes')
+  const full = { heart_rate: 300, source: 'mqtt' as const, sensor_contact: false, energy_expended_kj: 513, rr_intervals_ms: [1000, 65535] }
+  const bytes = encodeRaw(full)
+  t.same([...bytes], [0x03 | 0x08 | 0x20 | 0x40, 0x2c, 0x01, 0x01, 0x02, 2, 0xe8, 0x03, 0xff, 0xff])
+  t.same(decodeRaw(bytes), full)
+  t.throws(() => decodeRaw(new Uint8Array([0x40, 1, 0, 3, 1])), { name: 'RawDecodeError' })
+  t.throws(() => decodeRaw(new Uint8Array([7, 1, 0])), { name: 'RawDecodeError' })
+  t.throws(() => decodeRaw(new Uint8Array([0])), { name: 'RawDecodeError' })
+})
