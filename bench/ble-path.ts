@@ -1,2 +1,86 @@
-// placeholder
-export const blePath = { name: "ble-path", reference: "x", async run () { throw new Error("not yet") } }
+// ble-path: straps on the BlueZ emulator (private dbus-daemon) → hr-relay's
+// BLE source (node-ble) → pipeline → WebSocket viewer, one viewer per user.
+// Latency from the strap's notification to the WebSocket receipt. Reference:
+// a bare node-ble client subscribed to the same straps (D-Bus and node-ble
+// without hr-relay). Matching is by (strap, bpm): BLE carries no timestamp.
+import { addDevice, createUsers } from './lib/admin.ts'
+import { DependencyMissing } from './lib/errors.ts'
+import { Worker } from './lib/proc.ts'
+import { figure } from './lib/results.ts'
+import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { startServer } from './lib/server.ts'
+import { joinLatencies, summarize, type Summary } from './lib/stats.ts'
+import { openViewers, viewersFor } from './lib/viewers.ts'
+import type { Receipts } from './workers/ws-viewers.ts'
+
+function byRate (r: Receipts): Map<string, number> {
+  const m = new Map<string, number>()
+  for (let k = 0; k < r.times.length; k++) {
+    const key = `${r.labels[k] as number}:${r.heartRates[k] as number}`
+    if (!m.has(key)) m.set(key, r.times[k] as number)
+  }
+  return m
+}
+
+async function measure (straps: Worker, receiver: Worker, windowMs: number): Promise<{ summary: Summary, lost: number, sent: number, skipped: number }> {
+  await straps.call('notify', 1, 1000)
+  await receiver.call('start')
+  const { sends, skipped } = await straps.call<{ sends: Map<string, number>, skipped: number }>('notify', 1, windowMs)
+  await sleep(1500)
+  const { latencies, lost } = joinLatencies(sends, byRate(await receiver.call<Receipts>('collect')))
+  return { summary: summarize(latencies), lost: lost.length, sent: sends.size, skipped }
+}
+
+export const blePath: Scenario = {
+  name: 'ble-path',
+  reference: 'a bare node-ble client subscribed to the same emulated straps',
+  async run (ctx: Context): Promise<Outcome> {
+    const n = ctx.quick ? 3 : 20
+    const windowMs = ctx.quick ? 2000 : 20_000
+    // Reference first, on its own emulator.
+    let ref: Awaited<ReturnType<typeof measure>>
+    {
+      const straps = await Worker.start('workers/ble-straps.ts')
+      let client: Worker | undefined
+      try {
+        const { busAddress, addresses } = await straps.call<{ busAddress: string, addresses: string[] }>('start', n)
+        client = await Worker.start('workers/ble-client.ts', { DBUS_SYSTEM_BUS_ADDRESS: busAddress })
+        await client.call('open', addresses)
+        ref = await measure(straps, client, windowMs)
+        await client.call('close')
+      } finally {
+        await client?.stop(); await straps.stop()
+      }
+    }
+    const straps = await Worker.start('workers/ble-straps.ts')
+    const viewers = await Worker.start('workers/ws-viewers.ts')
+    try {
+      const { busAddress, addresses } = await straps.call<{ busAddress: string, addresses: string[] }>('start', n)
+      const server = await startServer({ env: { HR_RELAY_BLE: '1', DBUS_SYSTEM_BUS_ADDRESS: busAddress }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+      try {
+        const health = await (await fetch(`${server.url}/health`)).json() as { sources?: Array<{ id: string }> }
+        if (!(health.sources ?? []).some(s => s.id === 'ble' || s.id.startsWith('ble'))) throw new DependencyMissing('BLE source in relay/main.ts', `/health lists no BLE source: ${JSON.stringify(health.sources ?? [])}`)
+        const users = await createUsers(server, n, 'ble')
+        for (const [i, u] of users.entries()) await addDevice(server, addresses[i] as string, u.username, 'ble')
+        await openViewers(viewers, viewersFor(server.url, users))
+        const subscribed = await straps.call<number>('waitNotifying', 60_000)
+        if (subscribed < n) ctx.log(`ble-path: only ${subscribed}/${n} straps subscribed after 60 s`)
+        const mine = await measure(straps, viewers, windowMs)
+        return {
+          figures: [
+            figure(`p50 notification→WebSocket, ${n} straps`, mine.summary.p50, 'ms', { name: 'bare node-ble', value: ref.summary.p50 }),
+            figure(`p99 notification→WebSocket, ${n} straps`, mine.summary.p99, 'ms', { name: 'bare node-ble', value: ref.summary.p99 }),
+            figure(`readings lost, ${n} straps`, mine.lost, 'readings', undefined, { text: 'zero lost', met: mine.lost === 0 }),
+            figure('straps subscribed by hr-relay', subscribed, 'straps', undefined, { text: `all ${n}`, met: subscribed === n })
+          ],
+          lost: mine.lost,
+          notes: [`${mine.sent} notifications sent in ${windowMs / 1000} s (${mine.skipped} skipped: strap not subscribed); reference: ${ref.sent} sent, ${ref.lost} lost`]
+        }
+      } finally {
+        await server.stop()
+      }
+    } finally {
+      await viewers.stop(); await straps.stop()
+    }
+  }
+}

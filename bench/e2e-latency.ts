@@ -12,7 +12,7 @@ import { openViewers, viewersFor } from './lib/viewers.ts'
 import type { PublishReport } from './workers/mqtt-devices.ts'
 import type { Receipts } from './workers/ws-viewers.ts'
 
-const sizes = (quick: boolean): number[] => quick ? [20, 100] : [200, 2000]
+const sizes = (quick: boolean): number[] => quick ? [10, 50] : [200, 2000]
 
 async function measure (devices: Worker, receivers: Worker, rate: number, windowMs: number): Promise<{ report: PublishReport, delivery: Delivery }> {
   // One second of warm-up (JIT, connection buffers), not recorded.
@@ -63,7 +63,7 @@ export const e2eLatency: Scenario = {
   reference: 'bare Aedes broker, one MQTT subscriber on the device topics, same generator and devices',
   fleetSize: quick => Math.max(...sizes(quick)),
   async run (ctx: Context): Promise<Outcome> {
-    const windowMs = ctx.quick ? 3000 : 20_000
+    const windowMs = ctx.quick ? 2000 : 20_000
     const figures: Figure[] = []
     const notes: string[] = []
     let lost = 0

@@ -14,7 +14,7 @@ import { openViewers, viewersFor } from './lib/viewers.ts'
 import type { LoadStats } from '../device-sim/load.ts'
 
 const MB = 1024 * 1024
-const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 100, viewers: 50 } : { devices: 2000, viewers: 500 }
+const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 50, viewers: 25 } : { devices: 2000, viewers: 500 }
 
 async function diskPerReading (quick: boolean): Promise<{ perReading: number, readings: number, before: number, after: number }> {
   const dir = await tempDir('disk')
@@ -24,7 +24,7 @@ async function diskPerReading (quick: boolean): Promise<{ perReading: number, re
     const [user] = await createUsers(server, 1, 'disk')
     await server.stop()
     const before = await loader.call<{ bytes: number }>('compact', dir)
-    const count = quick ? 100_000 : 1_000_000
+    const count = quick ? 50_000 : 1_000_000
     await loader.call('load', dir, { profileId: user?.profile_id, start: Date.now() - count * 1000 - 60_000, count, group: 5000 })
     const after = await loader.call<{ bytes: number, raw: number }>('compact', dir)
     return { perReading: (after.bytes - before.bytes) / after.raw, readings: after.raw, before: before.bytes, after: after.bytes }
@@ -40,7 +40,7 @@ export const footprint: Scenario = {
   fleetSize: quick => sizes(quick).devices,
   async run (ctx: Context): Promise<Outcome> {
     const { devices: nd, viewers: nv } = sizes(ctx.quick)
-    const durationS = ctx.quick ? 4 : 20
+    const durationS = ctx.quick ? 3 : 20
     const f = await fleet(nd, ctx.log)
     const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true })
     const load = await Worker.start('workers/sim-load.ts')
@@ -48,7 +48,7 @@ export const footprint: Scenario = {
     let idle: number; let peak = 0; let stats: LoadStats
     try {
       const port = requireMqtt(server)
-      await sleep(2000)
+      await sleep(ctx.quick ? 1000 : 3000)
       idle = await server.rss()
       await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))
       let done = false

@@ -10,6 +10,7 @@ let client: MqttClient | null = null
 let index = new Map<string, number>()
 let labels: number[] = []
 let measured: number[] = []
+let rates: number[] = []
 let times: number[] = []
 let garbage = 0
 let recording = false
@@ -26,19 +27,19 @@ async function open (port: number, deviceIds: string[]): Promise<void> {
     let m: any
     try { m = JSON.parse(payload.toString('utf8')) } catch { garbage++; return }
     if (i === undefined || typeof m?.measured_at !== 'number') { garbage++; return }
-    labels.push(i); measured.push(m.measured_at); times.push(t)
+    labels.push(i); measured.push(m.measured_at); rates.push(Number(m.heart_rate)); times.push(t)
   })
   await client.subscribeAsync('hr-relay/v1/devices/+/heart_rate', { qos: 1 })
 }
 
 function start (): void {
-  labels = []; measured = []; times = []; garbage = 0
+  labels = []; measured = []; rates = []; times = []; garbage = 0
   recording = true
 }
 
 function collect (): Receipts {
   recording = false
-  return { labels: Int32Array.from(labels), measuredAt: Float64Array.from(measured), times: Float64Array.from(times), closed: 0, garbage }
+  return { labels: Int32Array.from(labels), measuredAt: Float64Array.from(measured), heartRates: Float64Array.from(rates), times: Float64Array.from(times), closed: 0, garbage }
 }
 
 async function close (): Promise<void> {

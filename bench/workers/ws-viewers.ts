@@ -10,6 +10,7 @@ export interface Viewer { url: string, label: number }
 export interface Receipts {
   labels: Int32Array
   measuredAt: Float64Array
+  heartRates: Float64Array
   times: Float64Array
   /** Connections that closed while recording. */
   closed: number
@@ -20,6 +21,7 @@ export interface Receipts {
 let sockets: WebSocket[] = []
 let labels: number[] = []
 let measured: number[] = []
+let rates: number[] = []
 let times: number[] = []
 let closed = 0
 let garbage = 0
@@ -43,7 +45,7 @@ function openOne (v: Viewer): Promise<WebSocket> {
         let m: any
         try { m = JSON.parse(data.toString('utf8')) } catch { garbage++; return }
         if (typeof m?.measured_at !== 'number' || typeof m?.data?.heart_rate !== 'number') { garbage++; return }
-        labels.push(v.label); measured.push(m.measured_at); times.push(t)
+        labels.push(v.label); measured.push(m.measured_at); rates.push(m.data.heart_rate); times.push(t)
       })
       resolve(ws)
     })
@@ -61,13 +63,13 @@ async function open (viewers: Viewer[], concurrency = 16): Promise<number> {
 }
 
 function start (): void {
-  labels = []; measured = []; times = []; closed = 0; garbage = 0
+  labels = []; measured = []; rates = []; times = []; closed = 0; garbage = 0
   recording = true
 }
 
 function collect (): Receipts {
   recording = false
-  return { labels: Int32Array.from(labels), measuredAt: Float64Array.from(measured), times: Float64Array.from(times), closed, garbage }
+  return { labels: Int32Array.from(labels), measuredAt: Float64Array.from(measured), heartRates: Float64Array.from(rates), times: Float64Array.from(times), closed, garbage }
 }
 
 /** Closes the first `count` connections (all when omitted). */

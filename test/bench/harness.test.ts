@@ -49,7 +49,7 @@ t.test('joinLatencies pairs by key and lists the lost', async t => {
 
 t.test('deliveryOne counts the first receipt; deliveryMany counts every viewer', async t => {
   const sends = new Map([['0:1000', 100], ['0:2000', 200], ['1:1000', 300]])
-  const receipts = { labels: Int32Array.from([0, 0, 1]), measuredAt: Float64Array.from([1000, 1000, 1000]), times: Float64Array.from([101, 150, 303]), closed: 0, garbage: 0 }
+  const receipts = { labels: Int32Array.from([0, 0, 1]), measuredAt: Float64Array.from([1000, 1000, 1000]), heartRates: Float64Array.from([70, 70, 71]), times: Float64Array.from([101, 150, 303]), closed: 0, garbage: 0 }
   const one = deliveryOne(sends, receipts)
   t.equal(one.lost, 1)
   t.equal(one.received, 2)
