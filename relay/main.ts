@@ -95,6 +95,7 @@ export async function startService (config: Config, options: { logger?: Logger }
     })
     stack.push(async () => { offStored() })
     metrics.trackIngestDrops(() => data.pipeline.counters.dropped)
+    metrics.trackWebSocketClients(() => data.hub.streams.open)
     const services: Services = {
       store,
       users,

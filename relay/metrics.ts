@@ -61,6 +61,11 @@ export class Metrics {
     this.collectors.push(() => { for (const [source, n] of Object.entries(counts())) this.connected.set({ source }, n) })
   }
 
+  /** Open API WebSocket streams, read at scrape time (the hub's stream counters). */
+  trackWebSocketClients (count: () => number): void {
+    this.collectors.push(() => { this.wsClients.set(count()) })
+  }
+
   /** The Prometheus text exposition. */
   async text (): Promise<{ contentType: string, body: string }> {
     for (const collect of this.collectors) collect()

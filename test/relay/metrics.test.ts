@@ -1,6 +1,7 @@
 // /metrics in the Prometheus text format after readings from several sources,
 // served by the whole service over a listening socket.
 import t from 'tap'
+import WebSocket from 'ws'
 import { startTestService } from '../helpers/service.ts'
 import { Metrics, instrumentIngest } from '../../relay/metrics.ts'
 
@@ -17,7 +18,11 @@ t.test('/metrics after some readings: by source, drops by reason, latency histog
   metrics.dropped('bad_checksum')
   metrics.dropped('bad_checksum')
   metrics.setConnected('ble', 3)
-  metrics.setWebSocketClients(2)
+  // One real-time API stream open while /metrics is scraped.
+  const token = await svc.token('erin', 'data:heart_rate:read')
+  const ws = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/api/v1/data/real_time?access_token=${token}`)
+  t.teardown(() => { ws.terminate() })
+  await new Promise<void>((resolve, reject) => { ws.once('open', () => { resolve() }); ws.once('error', reject) })
   const res = await fetch(`${svc.url}/metrics`)
   t.equal(res.status, 200)
   t.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')
@@ -30,7 +35,7 @@ t.test('/metrics after some readings: by source, drops by reason, latency histog
   t.match(text, /^hr_relay_ingest_dropped_total\{reason="non_positive"\} 1$/m)
   t.match(text, /^hr_relay_ingest_dropped_total\{reason="unpaired"\} 1$/m)
   t.match(text, /^hr_relay_connected_devices\{source="ble"\} 3$/m)
-  t.match(text, /^hr_relay_websocket_clients 2$/m)
+  t.match(text, /^hr_relay_websocket_clients 1$/m)
   t.match(text, /^hr_relay_mqtt_clients\{kind="device"\} 0$/m)
   t.match(text, /^# TYPE hr_relay_ingest_latency_seconds histogram$/m)
   t.match(text, /^hr_relay_process_resident_memory_bytes \d+$/m, 'process metrics')
