@@ -79,6 +79,7 @@ export class UpstreamBridge {
   private pumping = false
   private again = false
   private stopped = true
+  private reportedDown = false
 
   constructor (private readonly config: UpstreamConfig, private readonly deps: UpstreamDeps) {
     this.queue = deps.store.sub<StoredReading>('upstream_queue')
@@ -110,12 +111,20 @@ export class UpstreamBridge {
     })
     this.client = client
     client.on('connect', () => {
+      this.reportedDown = false
       this.log.info({ url: redactUrl(this.config.url), queued: this.length }, 'upstream connected')
       this.kick()
     })
     client.on('close', () => { if (!this.stopped) this.log.debug('upstream connection closed') })
-    client.on('offline', () => { this.log.warn({ url: redactUrl(this.config.url), queued: this.length }, 'upstream unreachable; queueing readings') })
-    client.on('error', err => { this.log.warn({ err: err.message }, 'upstream error') })
+    // Once per outage at warn level, then debug: an upstream that is down for hours must not flood the log.
+    const down = (reason: string): void => {
+      if (this.stopped) return
+      if (this.reportedDown) { this.log.debug({ reason }, 'upstream still unreachable'); return }
+      this.reportedDown = true
+      this.log.warn({ url: redactUrl(this.config.url), reason, queued: this.length }, 'upstream unreachable; queueing readings')
+    }
+    client.on('offline', () => { down('offline') })
+    client.on('error', err => { down(err.message) })
   }
 
   /** Appends a stored reading to the persistent queue (synchronous for the hub; the write is chained). */
