@@ -74,7 +74,7 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   const times = new Set((stored.readings as Array<{ measured_at: number }>).map(r => r.measured_at))
   t.equal(acknowledged.filter(x => !times.has(x)).length, 0, 'no acknowledged reading is missing')
   t.equal(stored.readings.length, 100)
-  const stats = await (await fetch(`${second.url}/api/v1/statistics`, { headers: { authorization: `Bearer ${token}` } })).json()
+  const stats = await (await fetch(`${second.url}/api/v1/statistics`, { headers: { authorization: `Bearer ${token}` } })).json() as { streamed_duration_in_seconds: number, maximum_beats_per_minute: number }
   t.equal(stats.streamed_duration_in_seconds, 99, 'rollups were written with the readings')
   t.equal(stats.maximum_beats_per_minute, 109)
   second.child.kill('SIGTERM')
