@@ -21,6 +21,8 @@ export interface StartOptions {
   env?: Record<string, string>
   /** Write a V8 CPU profile into this directory when the server exits. */
   cpuProfileDir?: string
+  /** Run this compiled entry (bench/lib/build.ts) instead of bin/hr-relay.js through tsx. */
+  compiledEntry?: string
 }
 
 export interface BenchServer {
@@ -60,7 +62,8 @@ async function waitForJson (file: string, child: ChildProcess, timeoutMs: number
 export async function startServer (options: StartOptions = {}): Promise<BenchServer> {
   const own = options.dataDir === undefined || options.removeDataDir === true
   const dataDir = options.dataDir ?? await tempDir('data')
-  const args = ['bin/hr-relay.js', 'start', '--data-dir', dataDir, '--host', '127.0.0.1', '--http-port', '0', '--mqtt-port', '0', '--no-demo']
+  const launcher = options.compiledEntry === undefined ? ['bin/hr-relay.js'] : ['bench/lib/compiled-server.mjs', options.compiledEntry]
+  const args = [...launcher, 'start', '--data-dir', dataDir, '--host', '127.0.0.1', '--http-port', '0', '--mqtt-port', '0', '--no-demo']
   if (options.config !== undefined) {
     const file = join(dataDir, 'bench-config.json')
     await writeFile(file, JSON.stringify(options.config))
