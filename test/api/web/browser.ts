@@ -80,3 +80,15 @@ export async function json (res: Response): Promise<any> {
   const text = await res.text()
   return text === '' ? undefined : JSON.parse(text)
 }
+
+/** Visible form controls without an accessible name (a <label>, aria-label, aria-labelledby, or a button's text). */
+export async function unlabelled (page: Page): Promise<string[]> {
+  return await page.evaluate(`Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
+    .filter(e => !((e.labels && e.labels.length > 0) || e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || (e.tagName === 'BUTTON' && e.textContent.trim() !== '')))
+    .map(e => e.outerHTML.slice(0, 120))`) as string[]
+}
+
+/** The id of the focused element. */
+export async function focusedId (page: Page): Promise<string> {
+  return await page.evaluate('document.activeElement ? document.activeElement.id : ""') as string
+}

@@ -6,7 +6,7 @@ import t from 'tap'
 import { startPrivateBus } from '../../../device-sim/ble/private-bus.ts'
 import { BluezEmulator } from '../../../device-sim/ble/bluez-emulator.ts'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, text } from './browser.ts'
+import { launch, newPage, text, unlabelled } from './browser.ts'
 
 const ADDRESS = 'C0:FF:EE:00:00:01'
 
@@ -53,6 +53,7 @@ t.test('operator pairs an unpaired strap and its readings arrive under the membe
     await page.goto(`${svc.url}/operator/devices`)
     return await row.count() === 1 ? true : undefined
   })
+  t.same(await unlabelled(page), [], 'every control on /operator/devices has a label')
   const unpairedRow = page.locator('tr', { has: row })
   t.match(await unpairedRow.textContent(), /Polar H10 0001/)
   t.match(await unpairedRow.textContent(), /ble/)

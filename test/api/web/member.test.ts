@@ -3,7 +3,7 @@
 // disconnecting an app after which its token answers 401.
 import t from 'tap'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, postReading, text, until } from './browser.ts'
+import { launch, newPage, postReading, text, unlabelled, until } from './browser.ts'
 
 interface PageElement { getAttribute (name: string): string | null }
 declare const document: { querySelector (selector: string): PageElement | null }
@@ -32,6 +32,7 @@ t.test('a member signs in, sees today, edits widgets and game mod, and disconnec
   await until(page, () => document.querySelector('#chart')?.getAttribute('data-points') === '13', undefined)
   t.equal(await page.locator('#chart .uplot canvas').count(), 1)
   t.equal(await text(page, '#chart-status'), '13 readings today, latest 112 bpm.')
+  t.same(await unlabelled(page), [], 'every control on /me has a label')
   const stats24 = page.locator('section[aria-labelledby="stats-24h"]')
   t.equal(await stats24.locator('dd').nth(0).textContent(), '106 bpm', 'average')
   t.equal(await stats24.locator('dd').nth(2).textContent(), '112 bpm', 'maximum')
@@ -39,6 +40,7 @@ t.test('a member signs in, sees today, edits widgets and game mod, and disconnec
 
   // Widgets: create with the editor, open the overlay link, edit, revoke.
   await page.getByRole('link', { name: 'Widgets' }).click()
+  t.same(await unlabelled(page), [], 'every control on /me/widgets has a label')
   const create = page.locator('section[aria-labelledby="new-widget"]')
   await create.getByLabel('Name').fill('Twitch overlay')
   await create.getByLabel('Range 1 to (bpm)').fill('120')
@@ -89,6 +91,7 @@ t.test('a member signs in, sees today, edits widgets and game mod, and disconnec
 
   // Game mod.
   await page.getByRole('link', { name: 'Game mod' }).click()
+  t.same(await unlabelled(page), [], 'every control on /me/game-mod has a label')
   await page.getByLabel('Disable start').selectOption('true')
   await page.getByLabel('Death (bpm)').fill('185')
   await page.getByLabel('Position').fill('top-left')
