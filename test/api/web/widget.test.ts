@@ -1,6 +1,8 @@
 // The bpm widget overlay in real Chromium: live readings from the token-less
 // widget stream, colour ranges, the heart's beat, no-signal, a revoked widget.
 import t from 'tap'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startTestService } from '../../helpers/service.ts'
 import { ARTIFACTS, data, dataIs, launch, newPage, postReading, style, text, textIs } from './browser.ts'
@@ -73,4 +75,35 @@ t.test('widget overlay follows readings, colours by range, goes no-signal, and 4
   const unknown = await fetch(`${svc.url}/widgets/00000000-0000-4000-8000-000000000000/view`)
   t.equal(unknown.status, 404)
   t.same(errors, [], 'no page errors')
+})
+
+t.test('the overlay reconnects by itself when the server goes away and comes back', async t => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'hr-relay-web-'))
+  t.teardown(async () => { await rm(dataDir, { recursive: true, force: true }) })
+  const first = await startTestService(t, { data_dir: dataDir })
+  const port = new URL(first.url).port
+  const profile = await first.user('streamer')
+  const write = await first.token('streamer', 'data:heart_rate:write')
+  const w = await first.service.services.widgets.create(profile, { meta_id: META, name: 'bpm', configuration: {} })
+
+  const browser = await launch(t)
+  const errors: string[] = []
+  const { page } = await newPage(browser, errors)
+  t.equal((await page.goto(`${first.url}/widgets/${w.id}/view`))?.status(), 200)
+  await dataIs(page, '#widget', 'state', 'waiting')
+  t.equal(await postReading(first.url, write, 70), 200)
+  await textIs(page, '#bpm', '70')
+
+  await first.stop()
+  await dataIs(page, '#widget', 'state', 'reconnecting')
+  t.equal(await text(page, '#status'), 'reconnecting…')
+
+  // Same data directory and port: the widget, the token and the page's URL stay valid.
+  const second = await startTestService(t, { data_dir: dataDir, http: { port: Number(port) } })
+  t.equal(second.url, first.url)
+  await dataIs(page, '#widget', 'state', 'waiting', 30_000)
+  t.equal(await postReading(second.url, write, 71), 200)
+  await textIs(page, '#bpm', '71')
+  t.equal(await data(page, '#widget', 'state'), 'live')
+  t.ok(errors.every(e => /WebSocket connection .* failed|ERR_CONNECTION_REFUSED/.test(e)), 'only the refused reconnects were logged')
 })
