@@ -3,6 +3,7 @@
 // reading. Reference: the same generator and the same N devices publishing
 // through a bare Aedes broker to one MQTT subscriber (no auth, storage or API).
 import { fleet, freshCopy } from './lib/fleet.ts'
+import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, type Delivery } from './lib/latency.ts'
 import { Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
@@ -83,6 +84,7 @@ export const e2eLatency: Scenario = {
       lost += d.lost
       notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
     }
+    figures.push(await syncFigure(ctx.quick ? 100 : 500))
     return { figures, lost, notes }
   }
 }

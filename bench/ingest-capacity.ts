@@ -6,6 +6,7 @@
 // with sync.
 import { rm } from 'node:fs/promises'
 import { fleet, freshCopy } from './lib/fleet.ts'
+import { syncFigure } from './lib/disk.ts'
 import { Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
@@ -97,7 +98,8 @@ export const ingestCapacity: Scenario = {
         figures: [
           figure('QoS 1 readings/s stored and acknowledged (p99 <= 100 ms)', capValue, 'readings/s', { name: 'bare Aedes QoS 1', value: refCap?.achieved ?? 0 }, { text: '>= 20,000 readings/s', met: capValue >= 20_000 }),
           figure('raw level batch writes (sync, 1000 per batch)', capValue, 'readings/s', { name: 'level batch', value: level.perSecond }),
-          figure('PUBACK p99 at that rate', cap?.p99 ?? Number.NaN, 'ms', { name: 'bare Aedes', value: refCap?.p99 ?? Number.NaN })
+          figure('PUBACK p99 at that rate', cap?.p99 ?? Number.NaN, 'ms', { name: 'bare Aedes', value: refCap?.p99 ?? Number.NaN }),
+          await syncFigure(ctx.quick ? 100 : 500)
         ],
         lost,
         notes

@@ -3,6 +3,7 @@
 // latency is publish → receipt at every viewer. Reference: a bare `ws` server
 // forwarding the same payloads from a publisher socket to the same viewers.
 import { fleet, freshCopy } from './lib/fleet.ts'
+import { syncFigure } from './lib/disk.ts'
 import { deliveryMany, type Delivery } from './lib/latency.ts'
 import { Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
@@ -95,6 +96,7 @@ export const wsFanout: Scenario = {
       notes.push(`${label}: ${d.expected} deliveries expected in ${windowMs / 1000} s, ${d.received} received; reference lost ${ref.lost}. Latency includes hr-relay's MQTT ingest and fsync before the fan-out.`)
       lost += d.lost
     }
+    figures.push(await syncFigure(ctx.quick ? 100 : 500))
     return { figures, lost, notes }
   }
 }

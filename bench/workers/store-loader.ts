@@ -117,4 +117,21 @@ async function compact (dir: string): Promise<{ bytes: number, raw: number }> {
   }
 }
 
-serve({ load, scan, levelBatches, compact })
+/** Latency of n sequential small LevelDB batches with sync (what one group commit waits for), ms each. */
+async function syncProbe (dir: string, n: number): Promise<Float64Array> {
+  const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' })
+  await db.open()
+  const out = new Float64Array(n)
+  try {
+    for (let i = 0; i < n; i++) {
+      const t0 = now()
+      await db.batch([{ type: 'put', key: `r${i}`, value: new Uint8Array([4, 72, 0]) }, { type: 'put', key: `m${i}`, value: new Uint8Array(40) }], { sync: true })
+      out[i] = now() - t0
+    }
+  } finally {
+    await db.close()
+  }
+  return out
+}
+
+serve({ load, scan, levelBatches, compact, syncProbe })
