@@ -63,6 +63,7 @@ function roomIdOf (request: FastifyRequest): string {
 }
 
 const params = { type: 'object', properties: { room_id: { type: 'string', maxLength: 100 } } }
+const querystring = { type: 'object', properties: { kinds: { type: 'string', maxLength: 200 }, access_token: { type: 'string' }, display_id: { type: 'string', maxLength: 100 } } }
 
 export async function roomsPlugin (app: FastifyInstance): Promise<void> {
   const auth = guard(app, { scope: 'data:room:read', query: true })
@@ -75,7 +76,7 @@ export async function roomsPlugin (app: FastifyInstance): Promise<void> {
       if (!app.hr.rooms.isMember(roomId, profileOf(request))) throw new ApiError('forbidden', { detail: 'not a member of this room' })
       parseKinds((request.query as Record<string, unknown>).kinds)
     },
-    schema: { params }
+    schema: { params, querystring }
   }, (socket, request) => {
     serveRoom(app, socket, roomIdOf(request), parseKinds((request.query as Record<string, unknown>).kinds), { kind: 'member', profileId: profileOf(request) })
   })
@@ -88,7 +89,7 @@ export async function roomsPlugin (app: FastifyInstance): Promise<void> {
       if (typeof displayId !== 'string' || !app.hr.rooms.displayAllowed(roomId, displayId)) throw new ApiError('forbidden', { detail: 'display_id missing or revoked' })
       parseKinds((request.query as Record<string, unknown>).kinds)
     },
-    schema: { params }
+    schema: { params, querystring }
   }, (socket, request) => {
     const q = request.query as Record<string, string>
     serveRoom(app, socket, roomIdOf(request), parseKinds(q.kinds), { kind: 'display', displayId: q.display_id ?? '' })
