@@ -5,11 +5,14 @@ import { startService } from './main.ts'
 import { StoreLockedError, StoreOpenError } from '../api/store/db.ts'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 
-const USAGE = `usage:
+/** Built when printed: other folders register admin commands and subcommands at load time. */
+function usage (): string {
+  return `usage:
   hr-relay start [--config FILE] [--data-dir DIR] [--host H] [--http-port N] [--mqtt-port N] [--no-demo]
 ${adminUsage()}
   hr-relay sim --help
 `
+}
 
 export type SubcommandRunner = (argv: string[]) => Promise<number>
 
@@ -32,10 +35,10 @@ async function start (argv: string[]): Promise<number> {
       }
     }))
   } catch (err) {
-    process.stderr.write(`hr-relay start: ${(err as Error).message}\n${USAGE}`)
+    process.stderr.write(`hr-relay start: ${(err as Error).message}\n${usage()}`)
     return 2
   }
-  if (values.help === true) { process.stdout.write(USAGE); return 0 }
+  if (values.help === true) { process.stdout.write(usage()); return 0 }
   const config = await loadConfig({
     ...(values.config === undefined ? {} : { file: values.config }),
     overrides: raw => {
@@ -65,17 +68,18 @@ export async function main (argv: string[]): Promise<number> {
     switch (cmd) {
       case 'start': return await start(rest)
       case 'admin': {
+        if (rest.length === 0 || rest[0] === '--help' || rest[0] === '-h') { process.stdout.write(usage()); return rest.length === 0 ? 2 : 0 }
         const { output } = await runAdmin(rest)
         process.stdout.write(output + '\n')
         return 0
       }
       case undefined: case '-h': case '--help': case 'help':
-        process.stdout.write(USAGE)
+        process.stdout.write(usage())
         return cmd === undefined ? 2 : 0
       default: {
         const runner = SUBCOMMANDS[cmd]
         if (runner !== undefined) return await runner(rest)
-        process.stderr.write(`hr-relay: unknown command ${cmd}\n${USAGE}`)
+        process.stderr.write(`hr-relay: unknown command ${cmd}\n${usage()}`)
         return 2
       }
     }
