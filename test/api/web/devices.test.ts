@@ -6,7 +6,7 @@ import t from 'tap'
 import { startPrivateBus } from '../../../device-sim/ble/private-bus.ts'
 import { BluezEmulator } from '../../../device-sim/ble/bluez-emulator.ts'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, text, unlabelled } from './browser.ts'
+import { launch, newPage, text, unlabelled } from '../../helpers/browser.ts'
 
 const ADDRESS = 'C0:FF:EE:00:00:01'
 

@@ -3,7 +3,7 @@
 // disconnecting an app after which its token answers 401.
 import t from 'tap'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, postReading, text, unlabelled, until } from './browser.ts'
+import { launch, newPage, postReading, text, unlabelled, until } from '../../helpers/browser.ts'
 
 interface PageElement { getAttribute (name: string): string | null }
 declare const document: { querySelector (selector: string): PageElement | null }

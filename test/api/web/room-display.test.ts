@@ -5,7 +5,7 @@
 import t from 'tap'
 import { join } from 'node:path'
 import { startTestService } from '../../helpers/service.ts'
-import { ARTIFACTS, data, focusedId, launch, newPage, postReading, style, text, textIs, unlabelled, until } from './browser.ts'
+import { ARTIFACTS, data, focusedId, launch, newPage, postReading, style, text, textIs, unlabelled, until } from '../../helpers/browser.ts'
 
 interface PageElement { getAttribute (name: string): string | null, textContent: string | null }
 declare const document: { querySelectorAll (selector: string): ArrayLike<PageElement>, querySelector (selector: string): PageElement | null }

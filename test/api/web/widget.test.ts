@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startTestService } from '../../helpers/service.ts'
-import { ARTIFACTS, data, dataIs, launch, newPage, postReading, style, text, textIs } from './browser.ts'
+import { ARTIFACTS, data, dataIs, launch, newPage, postReading, style, text, textIs } from '../../helpers/browser.ts'
 
 const META = 'bf6bdf21-10a7-4a28-97ec-a239e6c77f8b'
 

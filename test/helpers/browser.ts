@@ -11,7 +11,7 @@ interface PageElement { textContent: string | null, getAttribute (name: string):
 declare const document: { querySelector (selector: string): PageElement | null }
 declare function getComputedStyle (e: PageElement): { getPropertyValue (prop: string): string }
 
-export const ARTIFACTS = join(import.meta.dirname, '..', '..', 'artifacts')
+export const ARTIFACTS = join(import.meta.dirname, '..', 'artifacts')
 
 interface Tap { teardown (fn: () => unknown): void }
 
