@@ -5,28 +5,7 @@ import {
   BATTERY_SERVICE_UUID, BATTERY_LEVEL_UUID, BODY_SENSOR_LOCATIONS, decodeBodySensorLocation, encodeBodySensorLocation,
   HR_CONTROL_POINT_RESET_ENERGY, decodeBatteryLevel, encodeBatteryLevel
 } from '../../firmware-protocol/ble.ts'
-import { ProtocolError } from '../../firmware-protocol/errors.ts'
-
-/** Hex such as '16 42 18 04' to bytes, and back. */
-function hex (text: string): Uint8Array {
-  const clean = text.replace(/\s+/g, '')
-  if (clean.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(clean)) throw new Error(`bad hex: ${text}`)
-  return Uint8Array.from(Buffer.from(clean, 'hex'))
-}
-
-function toHex (bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString('hex').replace(/(..)(?=.)/g, '$1 ')
-}
-
-function code (fn: () => unknown): string {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ProtocolError) return err.code
-    throw err
-  }
-  return 'no error'
-}
+import { hex, toHex, code } from '../helpers/bytes.ts'
 
 t.test('UUIDs are full lowercase 128-bit strings', async (t) => {
   t.equal(HEART_RATE_SERVICE_UUID, '0000180d-0000-1000-8000-00805f9b34fb')

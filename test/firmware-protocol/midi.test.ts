@@ -1,27 +1,6 @@
 import t from 'tap'
 import { encodeMidiHeartRate, decodeMidiHeartRate, MAX_MIDI_BPM } from '../../firmware-protocol/midi.ts'
-import { ProtocolError } from '../../firmware-protocol/errors.ts'
-
-/** Hex such as '16 42 18 04' to bytes, and back. */
-function hex (text: string): Uint8Array {
-  const clean = text.replace(/\s+/g, '')
-  if (clean.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(clean)) throw new Error(`bad hex: ${text}`)
-  return Uint8Array.from(Buffer.from(clean, 'hex'))
-}
-
-function toHex (bytes: Uint8Array): string {
-  return Buffer.from(bytes).toString('hex').replace(/(..)(?=.)/g, '$1 ')
-}
-
-function code (fn: () => unknown): string {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ProtocolError) return err.code
-    throw err
-  }
-  return 'no error'
-}
+import { hex, toHex, code } from '../helpers/bytes.ts'
 
 t.test('spec 4.8 example: 67 bpm is 90 07 06 (ones, then tens)', async (t) => {
   t.equal(toHex(encodeMidiHeartRate(67)), '90 07 06')

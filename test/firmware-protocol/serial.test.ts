@@ -2,17 +2,7 @@ import t from 'tap'
 import {
   parseLine, checksum, encodeFramedReading, encodeIdentity, hrmiPollCommand, MAX_LINE_LENGTH
 } from '../../firmware-protocol/serial.ts'
-import { ProtocolError } from '../../firmware-protocol/errors.ts'
-
-function code (fn: () => unknown): string {
-  try {
-    fn()
-  } catch (err) {
-    if (err instanceof ProtocolError) return err.code
-    throw err
-  }
-  return 'no error'
-}
+import { code } from '../helpers/bytes.ts'
 
 t.test('checksum is the XOR of the body bytes as two uppercase hex digits', async (t) => {
   t.equal(checksum(''), '00')

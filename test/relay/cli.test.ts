@@ -5,20 +5,10 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { BIN, runCli } from '../helpers/cli.ts'
 
-const BIN = fileURLToPath(new URL('../../bin/hr-relay.js', import.meta.url))
 
-function run (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  return new Promise(resolve => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => { stdout += d })
-    child.stderr.on('data', d => { stderr += d })
-    child.on('close', code => { resolve({ code, stdout, stderr }) })
-  })
-}
+const run = runCli
 
 async function waitForServer (dataDir: string, child: ChildProcess): Promise<string> {
   for (let i = 0; i < 600; i++) {

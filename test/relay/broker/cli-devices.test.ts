@@ -1,24 +1,13 @@
 // `hr-relay admin device ...` as a separate process against a running service.
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { runCli } from '../../helpers/cli.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { connackCode } from '../../helpers/broker.ts'
 
-const BIN = fileURLToPath(new URL('../../../bin/hr-relay.js', import.meta.url))
 
-function run (args: string[]): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  return new Promise(resolve => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', d => { stdout += d })
-    child.stderr.on('data', d => { stderr += d })
-    child.on('close', code => { resolve({ code, stdout, stderr }) })
-  })
-}
+const run = runCli
 
 t.test('device add --json prints working MQTT credentials; list, unpaired and remove', async t => {
   const svc = await startTestService(t)
