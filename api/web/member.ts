@@ -20,6 +20,9 @@ function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'm
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
 }
 
+/** Client id of tokens made with `hr-relay admin token` (api/http/admin.ts). */
+const ADMIN_CLIENT_ID = 'hr-relay-admin'
+
 const RANGE_LABELS: Record<TimeRange, string> = { '24h': 'Last 24 hours', '7d': 'Last 7 days', '30d': 'Last 30 days' }
 
 export async function memberRoutes (app: FastifyInstance): Promise<void> {
@@ -39,7 +42,7 @@ export async function memberRoutes (app: FastifyInstance): Promise<void> {
     }
     const apps: string[][] = []
     for (const id of await app.hr.tokens.grantedClients(user.profile_id)) {
-      const name = id === MANUAL_CLIENT_ID ? 'Manual tokens' : (await app.hr.clients.get(id))?.name ?? id
+      const name = id === MANUAL_CLIENT_ID ? 'Manual tokens' : id === ADMIN_CLIENT_ID ? 'Tokens issued by the operator' : (await app.hr.clients.get(id))?.name ?? id
       apps.push([esc(name), postForm('/account/apps/disconnect', session.csrf, `${hidden('client_id', id)}<button type="submit" class="danger" aria-label="Disconnect ${esc(name)}">Disconnect</button>`, 'class="inline"')])
     }
     const latest = await app.hr.readings.latest(user.profile_id)

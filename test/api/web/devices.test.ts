@@ -6,7 +6,8 @@ import t from 'tap'
 import { startPrivateBus } from '../../../device-sim/ble/private-bus.ts'
 import { BluezEmulator } from '../../../device-sim/ble/bluez-emulator.ts'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, text, unlabelled } from '../../helpers/browser.ts'
+import { join } from 'node:path'
+import { ARTIFACTS, launch, newPage, text, unlabelled } from '../../helpers/browser.ts'
 
 const ADDRESS = 'C0:FF:EE:00:00:01'
 
@@ -87,6 +88,7 @@ t.test('operator pairs an unpaired strap and its readings arrive under the membe
   t.equal(await pairedRow.locator('.last-bpm').textContent(), '88')
   t.match(await pairedRow.textContent(), /77%/)
   t.match(await pairedRow.textContent(), /rider/)
+  await page.screenshot({ path: join(ARTIFACTS, 'operator-devices.png'), fullPage: true })
 
   // Unpairing from the page removes the pairing.
   await Promise.all([page.waitForURL(/done=unpaired/), pairedRow.getByRole('button', { name: `Unpair ${ADDRESS}` }).click()])

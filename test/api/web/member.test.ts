@@ -3,7 +3,8 @@
 // disconnecting an app after which its token answers 401.
 import t from 'tap'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, postReading, text, unlabelled, until } from '../../helpers/browser.ts'
+import { join } from 'node:path'
+import { ARTIFACTS, launch, newPage, postReading, text, unlabelled, until } from '../../helpers/browser.ts'
 
 interface PageElement { getAttribute (name: string): string | null }
 declare const document: { querySelector (selector: string): PageElement | null }
@@ -33,6 +34,7 @@ t.test('a member signs in, sees today, edits widgets and game mod, and disconnec
   t.equal(await page.locator('#chart .uplot canvas').count(), 1)
   t.equal(await text(page, '#chart-status'), '13 readings today, latest 112 bpm.')
   t.same(await unlabelled(page), [], 'every control on /me has a label')
+  await page.screenshot({ path: join(ARTIFACTS, 'member-today.png'), fullPage: true })
   const stats24 = page.locator('section[aria-labelledby="stats-24h"]')
   t.equal(await stats24.locator('dd').nth(0).textContent(), '106 bpm', 'average')
   t.equal(await stats24.locator('dd').nth(2).textContent(), '112 bpm', 'maximum')
