@@ -5,13 +5,8 @@ import type { Store } from './store/db.ts'
 import type { Users } from './store/users.ts'
 import type { Clients } from './store/clients.ts'
 import type { Tokens } from './store/tokens.ts'
-import type { Readings } from './store/readings.ts'
-import type { Widgets } from './store/widgets.ts'
-import type { GameMod } from './store/gamemod.ts'
-import type { Rooms } from './store/rooms.ts'
-import type { Pipeline } from './pipeline/ingest.ts'
-import type { Hub } from './hub.ts'
 import type { Devices } from './store/devices.ts'
+import type { DataServices } from './data-services.ts'
 import type { Metrics } from '../relay/metrics.ts'
 
 export interface TokenLifetimes {
@@ -42,7 +37,8 @@ export interface ApiConfig {
 
 export interface HealthEntry { id: string, state: string, detail?: string, connected?: number }
 
-export interface Services {
+/** Heart-rate data (readings, pipeline, hub, widgets, game-mod, rooms) comes from DataServices. */
+export interface Services extends DataServices {
   store: Store
   users: Users
   clients: Clients
@@ -53,13 +49,6 @@ export interface Services {
   adminTokenDigest: string
   /** Health of the relay's sources, filled in by the composition root. */
   health: () => HealthEntry[]
-  /** Heart-rate data (issue 3): the store's readings, the ingest pipeline and the live hub. */
-  readings: Readings
-  pipeline: Pipeline
-  hub: Hub
-  widgets: Widgets
-  gameMod: GameMod
-  rooms: Rooms
   /** Device pairing and the live list of devices in range (api/store/devices.ts). */
   devices: Devices
   /** Prometheus metrics (relay/metrics.ts): readingStored, dropped, setConnected, observeIngestLatency, setWebSocketClients. */
