@@ -23,10 +23,10 @@ function byRate (r: Receipts): Map<string, number> {
 }
 
 async function measure (straps: Worker, receiver: Worker, windowMs: number): Promise<{ summary: Summary, lost: number, sent: number, skipped: number }> {
-  await straps.call('notify', 1, 1000)
+  await straps.call('notify', 1, Math.min(1000, windowMs / 4))
   await receiver.call('start')
   const { sends, skipped } = await straps.call<{ sends: Map<string, number>, skipped: number }>('notify', 1, windowMs)
-  await sleep(1500)
+  await sleep(Math.min(1500, windowMs / 2))
   const { latencies, lost } = joinLatencies(sends, byRate(await receiver.call<Receipts>('collect')))
   return { summary: summarize(latencies), lost: lost.length, sent: sends.size, skipped }
 }
@@ -35,7 +35,7 @@ export const blePath: Scenario = {
   name: 'ble-path',
   reference: 'a bare node-ble client subscribed to the same emulated straps',
   async run (ctx: Context): Promise<Outcome> {
-    const n = ctx.quick ? 3 : 20
+    const n = ctx.quick ? 2 : 20
     const windowMs = ctx.quick ? 2000 : 20_000
     // Reference first, on its own emulator.
     let ref: Awaited<ReturnType<typeof measure>>

@@ -15,7 +15,7 @@ export const latestHttp: Scenario = {
   name: 'latest-http',
   reference: 'a bare Fastify route returning a constant reading, same autocannon settings',
   async run (ctx: Context): Promise<Outcome> {
-    const durationS = ctx.quick ? 3 : 10
+    const durationS = ctx.quick ? 2 : 10
     const rounds = ctx.quick ? 1 : 2
     // The per-token rate limit (default 20/s) would answer 429; it stays on with a limit no run reaches.
     const server = await startServer({ config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })

@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (from `npm run bench -- --profile`): self time
 // by function and by package/folder, so bench/README.md can say where the
-// time goes. Usage: node --import tsx bench/profile-summary.ts FILE [top]
+// time goes. Usage: node --import tsx bench/profile-summary.ts FILE [top] [skip-seconds]
 import { readFile } from 'node:fs/promises'
 
 interface Node { id: number, callFrame: { functionName: string, url: string, lineNumber: number }, hitCount?: number, children?: number[] }
@@ -15,10 +15,15 @@ export function area (url: string): string {
   return m !== null ? (m[1] ?? url) : url
 }
 
-export function summarizeProfile (p: Profile, top = 25): string {
+/** `skipS`: ignore the first seconds of the profile (start-up: module loading, schema compilation). */
+export function summarizeProfile (p: Profile, top = 25, skipS = 0): string {
   const byId = new Map(p.nodes.map(n => [n.id, n]))
   const self = new Map<number, number>()
-  p.samples.forEach((id, i) => { self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)) })
+  let t = 0
+  p.samples.forEach((id, i) => {
+    t += p.timeDeltas[i] ?? 0
+    if (t >= skipS * 1e6) self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0))
+  })
   const total = [...self.values()].reduce((a, b) => a + b, 0)
   const fn = new Map<string, number>(); const ar = new Map<string, number>()
   for (const [id, us] of self) {
@@ -40,7 +45,7 @@ export function summarizeProfile (p: Profile, top = 25): string {
 
 if (process.argv[1]?.endsWith('profile-summary.ts') === true) {
   const file = process.argv[2]
-  if (file === undefined) { process.stderr.write('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile [top]\n'); process.exit(2) }
+  if (file === undefined) { process.stderr.write('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile [top] [skip-seconds]\n'); process.exit(2) }
   const p = JSON.parse(await readFile(file, 'utf8')) as Profile
-  process.stdout.write(summarizeProfile(p, Number(process.argv[3] ?? 25)) + '\n')
+  process.stdout.write(summarizeProfile(p, Number(process.argv[3] ?? 25), Number(process.argv[4] ?? 0)) + '\n')
 }

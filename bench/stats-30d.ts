@@ -18,8 +18,8 @@ export const stats30d: Scenario = {
   name: 'stats-30d',
   reference: 'statistics from a full scan of the same raw readings (no rollups)',
   async run (ctx: Context): Promise<Outcome> {
-    const days = ctx.quick ? 2 : 30
-    const queries = ctx.quick ? 30 : 200
+    const days = ctx.quick ? 1 : 30
+    const queries = ctx.quick ? 20 : 200
     const dir = await tempDir('stats')
     const loader = await Worker.start('workers/store-loader.ts')
     try {
