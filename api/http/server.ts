@@ -1,6 +1,6 @@
 // The Fastify server: one error handler that produces the specification's
 // JSON error bodies, the shared plugins, and the feature plugins in order.
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
+import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import formbody from '@fastify/formbody'
 import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
@@ -36,7 +36,12 @@ export async function buildServer (services: Services, options: ServerOptions): 
     logController: new LogController({ disableRequestLogging: true }),
     // Query strings: repeated parameters arrive as arrays and fail schema validation instead of being guessed.
     routerOptions: { maxParamLength: 200 },
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } }
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    // Errors raised before routing (a URL that is not valid percent-encoding, a bad header) get the same JSON body.
+    frameworkErrors: (error, _request, reply) => {
+      const e = new ApiError('invalid_request', { detail: error.message })
+      void (reply as FastifyReply).code(e.status).type('application/json; charset=utf-8').send(e.body())
+    }
   })
   app.decorate('hr', services)
 
