@@ -23,6 +23,8 @@ function toApiError (err: FastifyError): ApiError {
   }
   const status = err.statusCode ?? 500
   if (status === 404) return new ApiError('not_found')
+  if (status === 403) return new ApiError('forbidden')
+  if (status === 405) return new ApiError('method_not_allowed')
   if (status === 429) return new ApiError('rate_limited')
   if (status >= 400 && status < 500) return new ApiError('invalid_request', { detail: err.message })
   return new ApiError('processing', { cause: err })

@@ -20,8 +20,8 @@ t.test('static assets: the page scripts and uPlot, nothing else from node_module
     t.equal(res.status, 404, path)
   }
   const dir = await fetch(`${svc.url}/web/static/`)
-  t.equal(dir.status, 400, 'no directory listing')
-  t.same(await dir.json(), { error_code: 7013, error_message: 'invalid_request', detail: 'Forbidden' })
+  t.equal(dir.status, 403, 'no directory listing')
+  t.same(await dir.json(), { error_code: 9403, error_message: 'forbidden' })
 })
 
 t.test('page headers, escaping, and the display state behind its capability', async t => {
