@@ -3,39 +3,51 @@
 // seconds without a strap or a config file.
 //
 // It talks to the product only as an operator and devices would: the admin
-// API (users, device pairing, tokens, a room) and a device transport. The
-// transport is a function of what the running service offers
-// (chooseDemoTransport):
+// API (users, device pairing, tokens, a room) and device transports, the ones
+// real hardware uses wherever this machine can provide them:
+//   ble     members 0..3 wear straps on the BlueZ emulator, read by the
+//           relay's BLE source over a private D-Bus (demo-hardware.ts, set up
+//           before the sources start), paired with kind 'ble'
+//   serial  members 4 and 5 have serial sensors on socat pty pairs read by
+//           the relay's serial sources (one framed with `$ID`, one plain
+//           text), paired with kind 'serial'
+// and for every member without such hardware, a function of what the running
+// service offers (chooseDemoTransport):
 //   mqtt  the embedded broker is listening (server.json has mqtt_port) and the
-//         admin API can pair devices: each member's strap is a Wi-Fi device
+//         admin API can pair devices: the member's strap is a Wi-Fi device
 //         publishing QoS 1 to hr-relay/v1/devices/<id>/heart_rate
-//   http  otherwise: each member is an app writing POST /api/v1/data with a
+//   http  otherwise: the member is an app writing POST /api/v1/data with a
 //         token of scope data:heart_rate:write
-// BLE (the BlueZ emulator) and serial (socat ptys) need the relay's sources
-// pointed at the emulator's bus and the ptys before they start, so the demo
-// does not use them; `hr-relay sim ble|serial` covers them (see README).
+// One Simulation runs all members through a MixedTransport.
 //
 // Idempotent across restarts on the same data directory: members, pairings,
 // tokens and the room are recorded in <data_dir>/demo.json (mode 0600) and
-// reused; a device whose MQTT password is not on record is paired again.
+// reused (strap addresses and serial ids come from the demo seed); a device
+// whose MQTT password is not on record is paired again.
 import { readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Logger } from 'pino'
 import type { RunningService } from '../relay/main.ts'
 import { AdminClient, type DeviceCredentials } from './admin-client.ts'
+import type { DemoHardware, DemoSerialPort } from './demo-hardware.ts'
 import { makePerson } from './physiology.ts'
 import { personLabel } from './provision.ts'
 import { Simulation } from './runner.ts'
 import { loadScenario } from './scenario.ts'
+import { BleTransport } from './transports/ble.ts'
 import { HttpTransport } from './transports/http.ts'
+import { MixedTransport, type MixedPart } from './transports/mixed.ts'
 import { MqttTransport } from './transports/mqtt.ts'
-import type { SimDevice, SimTransport } from './transports/transport.ts'
+import { SerialTransport } from './transports/serial.ts'
+import type { SimDevice } from './transports/transport.ts'
 
 export const DEMO_SEED = 2024
 export const DEMO_MEMBERS = 8
 const DEMO_TOKEN_SCOPES = 'data:heart_rate:read data:room:read data:statistics:read profile:read'
 
+/** How members without BLE or serial hardware send. */
 export type DemoTransport = 'mqtt' | 'http'
+export type MemberTransport = 'ble' | 'serial' | DemoTransport
 
 /** What the running service offers the demo. */
 export interface DemoOffer {
@@ -53,9 +65,12 @@ interface DemoMember {
   username: string
   label: string
   profile_id: string
+  /** The member's MQTT device id. */
   device_id: string
   mqtt?: DeviceCredentials
   write_token?: string
+  /** BLE strap addresses and serial ids already paired with this member. */
+  paired?: string[]
 }
 
 interface DemoState {
@@ -67,12 +82,13 @@ interface DemoState {
 }
 
 export interface DemoInfo {
+  /** How members without BLE or serial hardware send. */
   transport: DemoTransport
   token: string
   room_id: string | null
   display_url: string | null
   curl: string
-  members: Array<{ username: string, device_id: string }>
+  members: Array<{ username: string, label: string, transport: MemberTransport, device_id: string, detail: string }>
 }
 
 export interface DemoHandle {
@@ -111,7 +127,31 @@ async function ensureRoom (admin: AdminClient, state: DemoState, log: Logger): P
   return { room_id: roomId, display_id: displayId }
 }
 
-export async function startDemo (service: RunningService, log: Logger): Promise<DemoHandle> {
+/** A member's device on the demo's hardware, when it has one. */
+type Assigned = { kind: 'ble', device_id: string } | { kind: 'serial', device_id: string, port: DemoSerialPort }
+
+function hardwareOf (i: number, hw: DemoHardware | null): Assigned | null {
+  const strap = hw?.ble?.straps.find(s => s.member === i)
+  if (strap !== undefined) return { kind: 'ble', device_id: strap.address }
+  const port = hw?.serial.find(p => p.member === i)
+  return port === undefined ? null : { kind: 'serial', device_id: port.device_id, port }
+}
+
+function describeMember (kind: MemberTransport, deviceId: string, a: Assigned | null): string {
+  switch (kind) {
+    case 'ble': return `BLE strap ${deviceId} on the BlueZ emulator (private D-Bus)`
+    case 'serial': return `serial ${a?.kind === 'serial' ? a.port.format : ''} sensor ${deviceId} on ${a?.kind === 'serial' ? a.port.pair.relayPath : '?'}`
+    case 'mqtt': return `MQTT device ${deviceId} to the embedded broker`
+    case 'http': return 'HTTP writer (POST /api/v1/data)'
+  }
+}
+
+/**
+ * Starts the simulated gym on a running service. `hardware` is what
+ * prepareDemo (demo-hardware.ts) set up before the relay's sources started;
+ * without it, every member uses MQTT (or HTTP).
+ */
+export async function startDemo (service: RunningService, log: Logger, hardware: DemoHardware | null = null): Promise<DemoHandle> {
   const dlog = log.child({ component: 'demo' })
   const dataDir = resolve(service.config.data_dir)
   const stateFile = join(dataDir, 'demo.json')
@@ -131,31 +171,68 @@ export async function startDemo (service: RunningService, log: Logger): Promise<
     state.members[i] = { username, label, profile_id: profileId, device_id: `demo-strap-${i + 1}` }
   }
   state.members.length = DEMO_MEMBERS
+  const members = state.members
 
-  let transportName = chooseDemoTransport({ mqttPort: await serverMqttPort(dataDir), devicePairing: AdminClient.has(['device', 'add']) })
+  // Members with hardware: their strap or sensor paired with the matching kind, once.
+  const canPair = AdminClient.has(['device', 'add'])
+  if (!canPair && hardware !== null) dlog.info('demo: this hr-relay cannot pair devices; the BLE straps and serial sensors stay unused')
+  const assigned: Array<Assigned | null> = members.map((_m, i) => canPair ? hardwareOf(i, hardware) : null)
+  for (const [i, a] of assigned.entries()) {
+    const m = members[i] as DemoMember
+    if (a === null || (m.paired ?? []).includes(a.device_id)) continue
+    try {
+      await admin.addDevice(a.device_id, m.username, true, a.kind)
+      m.paired = [...(m.paired ?? []), a.device_id]
+    } catch (err) {
+      dlog.warn({ err: (err as Error).message, member: m.username }, `demo: cannot pair the ${a.kind} device; this member sends over MQTT`)
+      assigned[i] = null
+    }
+  }
+
+  // Everyone else: MQTT when the broker listens, else HTTP.
+  const rest = members.filter((_m, i) => assigned[i] === null)
+  let transportName = chooseDemoTransport({ mqttPort: await serverMqttPort(dataDir), devicePairing: canPair })
   if (transportName === 'mqtt') {
     try {
-      for (const m of state.members) m.mqtt ??= await admin.addDevice(m.device_id, m.username, true, 'mqtt')
+      for (const m of rest) m.mqtt ??= await admin.addDevice(m.device_id, m.username, true, 'mqtt')
     } catch (err) {
       dlog.warn({ err: (err as Error).message }, 'demo: cannot pair MQTT devices; using HTTP writers')
       transportName = 'http'
     }
   }
   if (transportName === 'http') {
-    for (const m of state.members) m.write_token ??= await admin.issueToken(m.username, 'data:heart_rate:write')
+    for (const m of rest) m.write_token ??= await admin.issueToken(m.username, 'data:heart_rate:write')
   }
-  state.token ??= await admin.issueToken((state.members[0] as DemoMember).username, DEMO_TOKEN_SCOPES)
+  state.token ??= await admin.issueToken((members[0] as DemoMember).username, DEMO_TOKEN_SCOPES)
   await save()
   const room = await ensureRoom(admin, state, dlog)
   if (room !== null) { state.room_id = room.room_id; state.display_id = room.display_id; await save() }
   const roomId = room?.room_id ?? null
 
-  const members = state.members
-  const devices: SimDevice[] = members.map((m, i) => ({ index: i, device_id: transportName === 'mqtt' ? m.device_id : m.username, label: m.label }))
-  const mqttPort = await serverMqttPort(dataDir)
-  const transport: SimTransport = transportName === 'mqtt'
-    ? new MqttTransport({ url: `mqtt://127.0.0.1:${String(mqttPort)}`, credentials: members.map(m => m.mqtt as DeviceCredentials), qos: 1 })
-    : new HttpTransport({ url: service.httpUrl, writers: members.map(m => ({ username: m.username, token: m.write_token as string })) })
+  const kinds: MemberTransport[] = assigned.map(a => a?.kind ?? transportName)
+  const devices: SimDevice[] = members.map((m, i) => ({
+    index: i,
+    device_id: assigned[i]?.device_id ?? (transportName === 'mqtt' ? m.device_id : m.username),
+    label: m.label
+  }))
+  const of = (kind: MemberTransport): SimDevice[] => devices.filter(d => kinds[d.index] === kind)
+  const parts: MixedPart[] = []
+  const ble = hardware?.ble
+  if (ble !== undefined && ble !== null && of('ble').length > 0) parts.push({ transport: new BleTransport({ emulator: { bluez: ble.bluez, busAddress: ble.busAddress } }), devices: of('ble') })
+  for (const [i, a] of assigned.entries()) {
+    if (a?.kind !== 'serial') continue
+    const transport = new SerialTransport({ format: a.port.format, pairs: [a.port.pair], firmwareVersion: 'demo-1.0', ...(a.port.format === 'text' ? { textVariant: 'plain' as const } : {}) })
+    parts.push({ transport, devices: devices.filter(d => d.index === i) })
+  }
+  const sendingOver = (kind: DemoTransport): DemoMember[] => members.filter((_m, i) => kinds[i] === kind)
+  if (of('mqtt').length > 0) {
+    const url = `mqtt://127.0.0.1:${String(await serverMqttPort(dataDir))}`
+    parts.push({ transport: new MqttTransport({ url, credentials: sendingOver('mqtt').map(m => m.mqtt as DeviceCredentials), qos: 1 }), devices: of('mqtt') })
+  }
+  if (of('http').length > 0) {
+    parts.push({ transport: new HttpTransport({ url: service.httpUrl, writers: sendingOver('http').map(m => ({ username: m.username, token: m.write_token as string })) }), devices: of('http') })
+  }
+  const transport = new MixedTransport(parts)
   await transport.open(devices)
 
   const ac = new AbortController()
@@ -170,19 +247,26 @@ export async function startDemo (service: RunningService, log: Logger): Promise<
     room_id: roomId,
     display_url: room === null ? null : `${url}/rooms/${room.room_id}/display?display_id=${room.display_id}`,
     curl: `curl -H 'Authorization: Bearer ${token}' ${url}/api/v1/data/heart_rate/latest`,
-    members: members.map(m => ({ username: m.username, device_id: devices[members.indexOf(m)]?.device_id ?? m.device_id }))
+    members: members.map((m, i) => {
+      const kind = kinds[i] as MemberTransport
+      const deviceId = (devices[i] as SimDevice).device_id
+      return { username: m.username, label: m.label, transport: kind, device_id: deviceId, detail: describeMember(kind, deviceId, assigned[i] ?? null) }
+    })
   }
+  const counts = (['ble', 'serial', 'mqtt', 'http'] as const).map(k => [k, kinds.filter(x => x === k).length] as const).filter(([, n]) => n > 0)
+  const width = Math.max(...info.members.map(m => m.username.length))
   // The demo token is for a simulated member on the operator's own box; printing it is the point.
   process.stdout.write([
     '',
-    `hr-relay demo: ${DEMO_MEMBERS} members in a spinning class, sending over ${transportName === 'mqtt' ? 'MQTT to the embedded broker' : 'HTTP (POST /api/v1/data)'}`,
+    `hr-relay demo: ${DEMO_MEMBERS} members in a spinning class, sending over ${counts.map(([k, n]) => `${k === 'ble' ? 'BLE' : k === 'serial' ? 'serial' : k.toUpperCase()} (${n})`).join(', ')}`,
+    ...info.members.map(m => `  ${m.username.padEnd(width)}  ${m.transport.padEnd(6)}  ${m.detail}`),
     ...(info.display_url === null ? [] : [`  room display:   ${info.display_url}`]),
-    `  demo token:     ${token}`,
+    `  demo token:     ${token}  (${(members[0] as DemoMember).username})`,
     `  latest reading: ${info.curl}`,
     '  turn the demo off with: hr-relay start --no-demo',
     ''
   ].join('\n') + '\n')
-  dlog.info({ transport: transportName, room_id: roomId, members: DEMO_MEMBERS }, 'demo running')
+  dlog.info({ transports: Object.fromEntries(counts), room_id: roomId, members: DEMO_MEMBERS }, 'demo running')
 
   let stopped: Promise<void> | undefined
   return {

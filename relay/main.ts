@@ -16,6 +16,7 @@ import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
 import type { Config } from './config.ts'
 import { startDemo } from '../device-sim/demo.ts'
+import { prepareDemo } from '../device-sim/demo-hardware.ts'
 import { SourceManager, buildSources } from './sources/manager.ts'
 import { MidiOutput } from './outputs/midi.ts'
 import { Devices } from '../api/store/devices.ts'
@@ -70,6 +71,9 @@ export async function startService (config: Config, options: { logger?: Logger }
   }
 
   try {
+    // The demo's straps (BlueZ emulator on a private D-Bus) and serial ptys exist before the sources are built, and stop after them.
+    const demoHw = config.demo ? await prepareDemo(config, log) : null
+    if (demoHw !== null) { stack.push(demoHw.stop); config = demoHw.config }
     const admin = await ensureAdminToken(dataDir)
     const healthSources: Array<() => HealthEntry[]> = []
     const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
@@ -194,7 +198,7 @@ export async function startService (config: Config, options: { logger?: Logger }
 
     const running: RunningService = { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
     // The simulated gym (device-sim/demo.ts) talks to the service only through the admin API and a device transport.
-    if (config.demo) { const demo = await startDemo(running, log); stack.push(demo.stop) }
+    if (config.demo) { const demo = await startDemo(running, log, demoHw); stack.push(demo.stop) }
     log.info({ url: httpUrl, data_dir: dataDir }, 'hr-relay ready')
     return running
   } catch (err) {

@@ -38,12 +38,21 @@ function busConfig (socketPath: string): string {
 `
 }
 
+export interface PrivateBusOptions {
+  /**
+   * Run the daemon in its own process group, so a Ctrl-C in the terminal
+   * reaches only the process that owns it, which then stops it in order
+   * (the demo stops it after the relay's BLE source).
+   */
+  detached?: boolean
+}
+
 /**
  * Starts `dbus-daemon --nofork --print-address` in a temporary directory
  * (or `dir` when given; the directory is then left in place on stop).
  * Resolves once the daemon has printed its address, i.e. is listening.
  */
-export async function startPrivateBus (dir?: string): Promise<PrivateBus> {
+export async function startPrivateBus (dir?: string, options: PrivateBusOptions = {}): Promise<PrivateBus> {
   const ownDir = dir === undefined
   const base = dir ?? await mkdtemp(join(tmpdir(), 'hr-relay-bus-'))
   const socketPath = join(base, 'bus.sock')
@@ -51,7 +60,8 @@ export async function startPrivateBus (dir?: string): Promise<PrivateBus> {
   await writeFile(configPath, busConfig(socketPath))
 
   const child = spawn('dbus-daemon', [`--config-file=${configPath}`, '--nofork', '--print-address'], {
-    stdio: ['ignore', 'pipe', 'pipe']
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached === true
   })
   let stderr = ''
   child.stderr.setEncoding('utf8')

@@ -35,6 +35,11 @@ export interface PtyPairOptions {
   dir?: string
   /** How long to wait for socat to report both ends ready. Default 10 s. */
   readyTimeoutMs?: number
+  /**
+   * Run socat in its own process group, so a Ctrl-C in the terminal reaches
+   * only the process that owns the pair, which closes it in order.
+   */
+  detached?: boolean
 }
 
 // socat -d -d prints "N starting data transfer loop ..." once both addresses
@@ -61,7 +66,7 @@ export async function openPtyPair (options: PtyPairOptions = {}): Promise<PtyPai
       '-d', '-d',
       `pty,raw,echo=0,link=${devicePath}`,
       `pty,raw,echo=0,link=${relayPath}`
-    ], { stdio: ['ignore', 'ignore', 'pipe'] })
+    ], { stdio: ['ignore', 'ignore', 'pipe'], detached: options.detached === true })
     child = proc
     await new Promise<void>((resolve, reject) => {
       let log = ''

@@ -1,5 +1,6 @@
 // BLE: N straps on the BlueZ emulator, on a private dbus-daemon started here
-// (or on a bus given by address). The relay reaches them through node-ble with
+// (or on a bus given by address, or on an emulator the caller already runs,
+// as the demo does). The relay reaches them through node-ble with
 // DBUS_SYSTEM_BUS_ADDRESS set to the printed address.
 import { rrMsToUnits } from '../../firmware-protocol/ble.ts'
 import { BluezEmulator, type EmulatedStrap } from '../ble/bluez-emulator.ts'
@@ -11,6 +12,12 @@ import type { FaultOutcome, SimDevice, SimReading, SimTransport } from './transp
 export interface BleTransportOptions {
   /** Use this bus instead of starting a private dbus-daemon. */
   busAddress?: string
+  /**
+   * Add the straps to this running emulator instead of starting one. The
+   * caller owns it: close() leaves it, and the straps on it, running; they go
+   * when the caller stops the emulator.
+   */
+  emulator?: { bluez: BluezEmulator, busAddress: string }
 }
 
 /** A random static address (top two bits set) for strap `index`, derived from the seed. */
@@ -32,6 +39,14 @@ export class BleTransport implements SimTransport {
   get busAddress (): string { return this.address }
 
   async open (devices: SimDevice[]): Promise<void> {
+    const external = this.options.emulator
+    if (external !== undefined) {
+      this.address = external.busAddress
+      this.emulator = external.bluez
+      this.devices = devices
+      for (const d of devices) this.addStrap(d)
+      return
+    }
     try {
       if (this.options.busAddress === undefined) this.bus = await startPrivateBus()
     } catch (err) {
@@ -114,6 +129,7 @@ export class BleTransport implements SimTransport {
   }
 
   async close (): Promise<void> {
+    if (this.options.emulator !== undefined) { this.emulator = undefined; this.straps.clear(); return }
     await this.emulator?.stop()
     this.emulator = undefined
     await this.bus?.stop()

@@ -13,6 +13,11 @@ export interface SerialTransportOptions {
   format: SerialFormat
   textVariant?: TextVariant
   firmwareVersion?: string
+  /**
+   * Pty pairs already open, by device index (the demo opens them before the
+   * relay's serial sources start). The caller owns them: close() leaves them open.
+   */
+  pairs?: PtyPair[]
 }
 
 /** `framed`, `hrmi`, `text` or `text:<variant>` (plain, keyed, csv, pulsesensor). */
@@ -36,7 +41,7 @@ export class SerialTransport implements SimTransport {
   async open (devices: SimDevice[]): Promise<void> {
     try {
       for (const device of devices) {
-        const pair = await openPtyPair()
+        const pair = this.options.pairs?.[device.index] ?? await openPtyPair()
         const sim = new SerialDeviceSim({ path: pair.devicePath, format: this.options.format, ...(this.options.textVariant === undefined ? {} : { textVariant: this.options.textVariant }) })
         this.ports.set(device.index, { pair, sim, device, identified: false })
         await sim.open()
@@ -109,7 +114,7 @@ export class SerialTransport implements SimTransport {
   async close (): Promise<void> {
     for (const port of this.ports.values()) {
       await port.sim.close().catch(() => {})
-      await port.pair.close().catch(() => {})
+      if (this.options.pairs?.includes(port.pair) !== true) await port.pair.close().catch(() => {})
     }
     this.ports.clear()
   }

@@ -29,7 +29,8 @@ export interface SimReading {
 export type FaultOutcome = 'injected' | 'not_applicable'
 
 export interface SimTransport {
-  readonly name: TransportName
+  /** 'mixed': devices spread over several transports (transports/mixed.ts). */
+  readonly name: TransportName | 'mixed'
   /** Creates the devices (straps, ptys, connections). */
   open (devices: SimDevice[]): Promise<void>
   /** Where to point the relay: bus address, pty paths, broker, config snippets. */
