@@ -69,8 +69,6 @@ interface DemoMember {
   device_id: string
   mqtt?: DeviceCredentials
   write_token?: string
-  /** BLE strap addresses and serial ids already paired with this member. */
-  paired?: string[]
 }
 
 interface DemoState {
@@ -146,6 +144,13 @@ function describeMember (kind: MemberTransport, deviceId: string, a: Assigned | 
   }
 }
 
+/** Device id (upper case) → "<username> <kind>" of every pairing the relay has. */
+async function currentPairings (admin: AdminClient): Promise<Map<string, string>> {
+  const r = await admin.request('GET', '/admin/devices')
+  const list = r.status === 200 && Array.isArray(r.body?.devices) ? r.body.devices as Array<{ device_id: string, username: string, kind: string }> : []
+  return new Map(list.map(d => [String(d.device_id).toUpperCase(), `${d.username} ${d.kind}`]))
+}
+
 /**
  * Starts the simulated gym on a running service. `hardware` is what
  * prepareDemo (demo-hardware.ts) set up before the relay's sources started;
@@ -173,16 +178,17 @@ export async function startDemo (service: RunningService, log: Logger, hardware:
   state.members.length = DEMO_MEMBERS
   const members = state.members
 
-  // Members with hardware: their strap or sensor paired with the matching kind, once.
+  // Members with hardware: their strap or sensor paired with the matching kind,
+  // unless the relay already has exactly that pairing (a restart).
   const canPair = AdminClient.has(['device', 'add'])
   if (!canPair && hardware !== null) dlog.info('demo: this hr-relay cannot pair devices; the BLE straps and serial sensors stay unused')
   const assigned: Array<Assigned | null> = members.map((_m, i) => canPair ? hardwareOf(i, hardware) : null)
+  const pairings = assigned.some(a => a !== null) ? await currentPairings(admin) : new Map<string, string>()
   for (const [i, a] of assigned.entries()) {
     const m = members[i] as DemoMember
-    if (a === null || (m.paired ?? []).includes(a.device_id)) continue
+    if (a === null || pairings.get(a.device_id.toUpperCase()) === `${m.username} ${a.kind}`) continue
     try {
       await admin.addDevice(a.device_id, m.username, true, a.kind)
-      m.paired = [...(m.paired ?? []), a.device_id]
     } catch (err) {
       dlog.warn({ err: (err as Error).message, member: m.username }, `demo: cannot pair the ${a.kind} device; this member sends over MQTT`)
       assigned[i] = null
