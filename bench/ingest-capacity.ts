@@ -19,7 +19,7 @@ const P99_LIMIT_MS = 100
 interface Step { rate: number, achieved: number, p99: number, sent: number, acked: number, unacked: number, failed: number, ok: boolean }
 
 const rates = (quick: boolean): number[] => quick ? [250, 1000, 4000, 12000, 20000] : [250, 500, 1000, 2500, 5000, 7500, 10000, 15000, 20000, 25000, 30000, 40000]
-const devicesFor = (quick: boolean): number => quick ? 10 : 500
+const devicesFor = (quick: boolean): number => quick ? 10 : 50
 
 async function climb (ctx: Context, label: string, port: number, logins: DeviceLogin[], stepMs: number): Promise<Step[]> {
   const devices = await Worker.start('workers/mqtt-devices.ts')
