@@ -7,6 +7,7 @@
 import { rm } from 'node:fs/promises'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
+import { bucketPercentile, ingestHistogram, type IngestHistogram } from './lib/metrics.ts'
 import { Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
@@ -62,8 +63,10 @@ export const ingestCapacity: Scenario = {
     try {
       const server = await startServer({ dataDir: dir, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
       let mine: Step[]
+      let hist: IngestHistogram | undefined
       try {
         mine = await climb(ctx, 'hr-relay', requireMqtt(server), f.devices.slice(0, k), stepMs)
+        hist = await ingestHistogram(server.url)
       } finally {
         await server.stop()
       }
@@ -93,6 +96,9 @@ export const ingestCapacity: Scenario = {
         `reference steps: ${theirs.map(s => `${s.rate}/s→p99 ${s.p99.toFixed(1)} ms${s.ok ? '' : ' (fail)'}`).join(', ')}`,
         `${acked} readings acknowledged by hr-relay, ${raw} raw readings in the store after the run; ${mine.reduce((n, s) => n + s.unacked + s.failed, 0)} without PUBACK at the failing step`
       ]
+      notes.push(hist === undefined
+        ? 'no hr_relay_ingest_latency_seconds at /metrics'
+        : `pipeline submit→durable (hr-relay's /metrics, all steps): ${hist.count} readings, mean ${hist.meanMs.toFixed(1)} ms, p50 <= ${bucketPercentile(hist, 50)} ms, p99 <= ${bucketPercentile(hist, 99)} ms (bucket bounds)`)
       if (top !== undefined && top.ok) notes.push('the last step passed: the capacity is at least the figure shown (the generator or the step list is the limit)')
       return {
         figures: [

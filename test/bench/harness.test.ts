@@ -121,3 +121,23 @@ t.test('a worker process answers calls and reports failures', async t => {
   await w.stop()
   await t.rejects(w.call('ping'), /not running/)
 })
+
+t.test('the ingest histogram is read from Prometheus text', async t => {
+  const { parseIngestHistogram, bucketPercentile } = await import('../../bench/lib/metrics.ts')
+  const text = [
+    '# HELP hr_relay_ingest_latency_seconds Time from submit to durable write',
+    'hr_relay_ingest_latency_seconds_bucket{le="0.001"} 10',
+    'hr_relay_ingest_latency_seconds_bucket{le="0.05"} 98',
+    'hr_relay_ingest_latency_seconds_bucket{le="0.1"} 100',
+    'hr_relay_ingest_latency_seconds_bucket{le="+Inf"} 100',
+    'hr_relay_ingest_latency_seconds_sum 1.5',
+    'hr_relay_ingest_latency_seconds_count 100'
+  ].join('\n')
+  const h = parseIngestHistogram(text)
+  t.equal(h?.count, 100)
+  t.equal(h?.meanMs, 15)
+  t.same(h?.buckets.map(b => b.leMs), [1, 50, 100])
+  t.equal(bucketPercentile(h!, 50), 50)
+  t.equal(bucketPercentile(h!, 99), 100)
+  t.equal(parseIngestHistogram('nothing'), undefined)
+})

@@ -1,0 +1,32 @@
+// Reads hr-relay's own ingest histogram from /metrics (Prometheus text):
+// submit → durable write, as the pipeline measures it. Lets a scenario split
+// an acknowledgement's latency into pipeline time and everything else.
+
+export interface IngestHistogram { count: number, meanMs: number, buckets: Array<{ leMs: number, count: number }> }
+
+/** Parses hr_relay_ingest_latency_seconds; undefined when the server does not export it. */
+export function parseIngestHistogram (text: string): IngestHistogram | undefined {
+  const name = 'hr_relay_ingest_latency_seconds'
+  const num = (re: RegExp): number | undefined => { const m = re.exec(text); return m === null ? undefined : Number(m[1]) }
+  const count = num(new RegExp(`^${name}_count(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm'))
+  const sum = num(new RegExp(`^${name}_sum(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm'))
+  if (count === undefined || sum === undefined) return undefined
+  const buckets: IngestHistogram['buckets'] = []
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{[^}]*le="([0-9.e+-]+)"[^}]*\\} ([0-9.e+-]+)$`, 'gm'))) {
+    buckets.push({ leMs: Number(m[1]) * 1000, count: Number(m[2]) })
+  }
+  return { count, meanMs: count === 0 ? 0 : (sum / count) * 1000, buckets }
+}
+
+/** The smallest bucket bound holding at least p % of the observations (an upper bound of the percentile). */
+export function bucketPercentile (h: IngestHistogram, p: number): number {
+  const want = (p / 100) * h.count
+  for (const b of h.buckets) if (b.count >= want) return b.leMs
+  return Number.POSITIVE_INFINITY
+}
+
+export async function ingestHistogram (httpUrl: string): Promise<IngestHistogram | undefined> {
+  const res = await fetch(`${httpUrl}/metrics`)
+  if (res.status !== 200) return undefined
+  return parseIngestHistogram(await res.text())
+}
