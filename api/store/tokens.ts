@@ -56,7 +56,13 @@ export type RefreshResult =
   | { ok: true, issued: IssuedTokens, record: RefreshTokenRecord }
   | { ok: false, reason: 'not_found' | 'expired' | 'wrong_client' | 'replayed' }
 
+/** Access tokens kept in memory after a lookup, so an API call costs no LevelDB read (bounded, oldest out first). */
+const CACHE_MAX = 10_000
+
 export class Tokens {
+  private readonly cache = new Map<string, AccessTokenRecord>()
+  /** Bumped before and after every deleting batch, so a lookup that overlapped one does not cache. */
+  private deletions = 0
   private readonly access: Sub<AccessTokenRecord>
   private readonly refresh: Sub<RefreshTokenRecord>
   /** `family!kind!digest` → '' */
@@ -101,10 +107,29 @@ export class Tokens {
   async lookup (token: string, now = Date.now()): Promise<AccessLookup> {
     if (typeof token !== 'string' || token.length === 0 || token.length > 512) return { ok: false, reason: 'not_found' }
     const d = digest(token)
-    const rec = await this.access.get(d)
-    if (rec === undefined) return { ok: false, reason: 'not_found' }
+    let rec = this.cache.get(d)
+    if (rec === undefined) {
+      const generation = this.deletions
+      rec = await this.access.get(d)
+      if (rec === undefined) return { ok: false, reason: 'not_found' }
+      // Only tokens that exist are cached, and only if no deletion ran while this read was in
+      // flight (the read may predate a revocation); every deletion goes through deleteAll().
+      if (generation === this.deletions) this.cache.set(d, rec)
+      if (this.cache.size > CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string)
+    }
     if (rec.expires_at <= now) return { ok: false, reason: 'expired' }
     return { ok: true, token: rec, digest: d }
+  }
+
+  /** Writes a batch that deletes tokens, dropping the deleted access tokens from the cache first. */
+  private async deleteAll (ops: BatchOp[]): Promise<void> {
+    this.deletions++
+    for (const op of ops) if (op.type === 'del' && op.sublevel === this.access) this.cache.delete(op.key)
+    try {
+      await this.store.batch(ops, { sync: true })
+    } finally {
+      this.deletions++
+    }
   }
 
   /**
@@ -129,7 +154,7 @@ export class Tokens {
       { type: 'del', sublevel: this.byFamily, key: `${rec.family}!a!${rec.access_digest}` }
     ]
     const issued = this.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'refresh_token', expires_in: expiresIn, refresh_expires_in: refreshExpiresIn, family: rec.family }, ops, now)
-    await this.store.batch(ops, { sync: true })
+    await this.deleteAll(ops)
     return { ok: true, issued, record: rec }
   }
 
@@ -139,10 +164,10 @@ export class Tokens {
     const d = digest(token)
     const acc = await this.access.get(d)
     if (acc !== undefined) {
-      await this.store.batch([
+      await this.deleteAll([
         { type: 'del', sublevel: this.access, key: d },
         { type: 'del', sublevel: this.byFamily, key: `${acc.family}!a!${d}` }
-      ], { sync: true })
+      ])
       return true
     }
     const ref = await this.refresh.get(d)
@@ -165,7 +190,7 @@ export class Tokens {
       ops.push({ type: 'del', sublevel: sub, key: d }, { type: 'del', sublevel: this.byFamily, key })
     }
     if (profile !== null && client !== null) ops.push({ type: 'del', sublevel: this.grants, key: `${profile}!${client}!${family}` })
-    await this.store.batch(ops, { sync: true })
+    await this.deleteAll(ops)
     return ops.length
   }
 

@@ -48,6 +48,7 @@ t.test('refresh rotation invalidates the old pair; a replay revokes the family',
   const store = await openStore(t)
   const tokens = new Tokens(store)
   const first = await tokens.issue({ client_id: 'c', profile_id: 'p', scopes: ['data:heart_rate:read'], flow: 'authorization_code', expires_in: 3600, refresh_expires_in: 86400 })
+  t.equal((await tokens.lookup(first.access_token)).ok, true, 'looked up (and cached) before the rotation')
   t.same(await tokens.rotate(first.refresh_token!, 'other-client', 3600, 86400), { ok: false, reason: 'wrong_client' })
   const second = await tokens.rotate(first.refresh_token!, 'c', 3600, 86400)
   t.equal(second.ok, true)
@@ -84,4 +85,27 @@ t.test('a second store on the same directory fails with StoreLockedError', async
   const err = await Store.open(store.dir).then(() => null, (e: unknown) => e)
   t.type(err, StoreLockedError)
   t.match((err as Error).message, /in use by another hr-relay process/)
+})
+
+t.test('a lookup that overlaps a revocation does not cache the revoked token', async t => {
+  const store = await openStore(t)
+  const tokens = new Tokens(store)
+  const issued = await tokens.issue({ client_id: 'c', profile_id: 'p', scopes: [], flow: 'manual', expires_in: 100 })
+  // Hold the lookup's read until the revocation has been written: the read saw the token before it was deleted.
+  const access = store.sub<unknown>('tokens_access')
+  const realGet = access.get.bind(access)
+  let release: () => void = () => {}
+  const gate = new Promise<void>(resolve => { release = resolve })
+  let held = false
+  ;(access as any).get = async (key: string) => {
+    const value = await realGet(key)
+    if (!held) { held = true; await gate }
+    return value
+  }
+  const during = tokens.lookup(issued.access_token)
+  ;(access as any).get = realGet
+  t.equal(await tokens.revoke(issued.access_token), true)
+  release()
+  t.equal((await during).ok, true, 'the overlapping lookup answered from its earlier read')
+  t.same(await tokens.lookup(issued.access_token), { ok: false, reason: 'not_found' }, 'but did not cache the revoked token')
 })
