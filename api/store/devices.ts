@@ -5,7 +5,10 @@
 // pipeline's owner resolution, on the hot path) does no I/O.
 import type { Store, Sub } from './db.ts'
 import { timingSafeEqual } from 'node:crypto'
-import { digest, dummyVerify, hashSecret, newSecret, verifySecret } from './secrets.ts'
+import { digest, newSecret } from './secrets.ts'
+
+/** Compared against when the username is unknown, so the answer takes the same time. */
+const UNKNOWN_DEVICE = Buffer.alloc(32)
 import type { ReadingSource } from '../pipeline/reading.ts'
 
 export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'any'
@@ -72,12 +75,6 @@ export class Devices {
   private readonly byId = new Map<string, DeviceRecord>()
   private readonly byMqttUser = new Map<string, DeviceRecord>()
   private readonly live = new Map<string, DeviceState>()
-  /**
-   * SHA-256 of MQTT passwords that passed scrypt, in memory only, so that a
-   * reconnect storm (a gym's access point reboots) does not cost one scrypt per
-   * device each time. The passwords are 192 random bits; the digest is not stored.
-   */
-  private readonly verified = new Map<string, Buffer>()
   private readonly removedListeners = new Set<(device: DeviceRecord) => void>()
   private loaded = false
 
@@ -115,7 +112,9 @@ export class Devices {
     if (kind === 'mqtt' || kind === 'any') {
       password = newSecret(24)
       record.mqtt_username = id
-      record.mqtt_password_hash = await hashSecret(password)
+      // 192 random bits, generated here: like access tokens, a SHA-256 digest is enough at rest, and a
+      // reconnect storm of a whole gym costs no scrypt (16 MiB and tens of ms each on a Pi).
+      record.mqtt_password_hash = `sha256$${digest(password)}`
     }
     // Checked again after the await: two concurrent adds of one id must not both win.
     if (this.byId.has(id)) throw new DeviceExistsError(id)
@@ -138,10 +137,7 @@ export class Devices {
     if (record === undefined) return undefined
     await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
     this.byId.delete(id)
-    if (record.mqtt_username !== undefined) {
-      this.byMqttUser.delete(record.mqtt_username)
-      this.verified.delete(record.mqtt_username)
-    }
+    if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
     for (const fn of this.removedListeners) fn(record)
     return record
   }
@@ -172,21 +168,13 @@ export class Devices {
     return record.profile_id
   }
 
-  /** Checks MQTT credentials in constant time; an unknown username costs the same scrypt as a known one. */
+  /** Checks MQTT credentials in constant time; an unknown username costs the same as a known one. */
   async verifyMqtt (username: string, password: string): Promise<DeviceRecord | undefined> {
     const record = this.byMqttUser.get(username)
-    if (record?.mqtt_password_hash === undefined) {
-      await dummyVerify(password)
-      return undefined
-    }
-    const given = Buffer.from(digest(password), 'hex')
-    const known = this.verified.get(username)
-    if (known !== undefined && timingSafeEqual(known, given)) return record
-    const ok = await verifySecret(password, record.mqtt_password_hash)
-    // The pairing may have been removed while scrypt ran.
-    if (!ok || this.byMqttUser.get(username) !== record) return undefined
-    this.verified.set(username, given)
-    return record
+    const stored = record?.mqtt_password_hash
+    const expected = stored?.startsWith('sha256$') === true ? Buffer.from(stored.slice(7), 'hex') : UNKNOWN_DEVICE
+    const matches = timingSafeEqual(Buffer.from(digest(password), 'hex'), expected)
+    return matches && expected !== UNKNOWN_DEVICE ? record : undefined
   }
 
   /** A source saw a device (fed by `SourceSink.device` and by the broker). */

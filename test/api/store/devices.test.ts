@@ -1,4 +1,4 @@
-// The device registry over a real LevelDB store: pairing, scrypt credentials,
+// The device registry over a real LevelDB store: pairing, hashed credentials,
 // in-memory owner lookup across reopen, and the bounded list of sightings.
 import t from 'tap'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -17,13 +17,13 @@ async function open (t: { teardown (fn: () => unknown): void }, dir?: string): P
   return { store, devices, dir: d }
 }
 
-t.test('add issues MQTT credentials once, stores only a scrypt hash, and verifyMqtt checks them', async t => {
+t.test('add issues MQTT credentials once, stores only a SHA-256 digest, and verifyMqtt checks them', async t => {
   const { store, devices } = await open(t)
   const { device, mqtt_password: password } = await devices.add({ device_id: 'esp32-01', profile_id: 'p1', name: 'Bike 3' }, 1000)
   t.match(password, /^[A-Za-z0-9_-]{32}$/)
   t.same({ ...device, mqtt_password_hash: undefined }, { device_id: 'esp32-01', profile_id: 'p1', kind: 'any', name: 'Bike 3', mqtt_username: 'esp32-01', mqtt_password_hash: undefined, created_at: 1000 })
   const raw = await store.sub<Record<string, unknown>>('devices').get('esp32-01')
-  t.match(raw?.mqtt_password_hash, /^scrypt\$16384\$8\$1\$/)
+  t.match(raw?.mqtt_password_hash, /^sha256\$[0-9a-f]{64}$/)
   t.notOk(JSON.stringify(raw).includes(password ?? '-'), 'the password is not stored')
   t.equal((await devices.verifyMqtt('esp32-01', password ?? ''))?.device_id, 'esp32-01')
   t.equal(await devices.verifyMqtt('esp32-01', 'wrong'), undefined)

@@ -99,6 +99,8 @@ t.test('device availability: retained online on connect, offline on disconnect, 
   const h = await startBroker(t)
   const cred = await h.device('hr-01', alice)
   const device = await h.connect({ username: cred.username, password: cred.password })
+  // The broker marks the device connected on aedes' clientReady, which may come just after the client sees CONNACK.
+  for (let i = 0; i < 100 && h.devices.stateOf('hr-01')?.connected !== true; i++) await new Promise(r => setTimeout(r, 20))
   t.equal(h.devices.stateOf('hr-01')?.connected, true)
   const app = await h.connect({ username: 'app', password: await h.token(alice) })
   const messages: string[] = []
