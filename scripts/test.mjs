@@ -24,7 +24,8 @@ if (missing.length > 0 && process.env.HR_RELAY_SKIP_APT !== '1') {
 }
 
 const args = ['tap', ...process.argv.slice(2)]
-const child = spawn('npx', ['--no-install', ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+// Tests run the TypeScript sources, never a dist/ left over from `npm run build`.
+const child = spawn('npx', ['--no-install', ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, HR_RELAY_FROM_SOURCE: '1' } })
 let tail = ''
 child.stdout.on('data', chunk => {
   process.stdout.write(chunk)
