@@ -4,6 +4,7 @@
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pino, { type Logger } from 'pino'
+import pretty from 'pino-pretty'
 import type { FastifyInstance } from 'fastify'
 import { Store } from '../api/store/db.ts'
 import { Users } from '../api/store/users.ts'
@@ -53,12 +54,22 @@ async function ensureAdminToken (dataDir: string): Promise<{ file: string, token
   return { file, token }
 }
 
+/**
+ * JSON lines for journald and log shippers; readable lines when a person
+ * watches a terminal. Secrets are redacted wherever they might appear.
+ */
+function createLogger (config: Config): Logger {
+  const options = { level: config.log_level, redact: ['req.headers.authorization', '*.password', '*.access_token', '*.refresh_token', '*.client_secret', '*.mqtt_password'] }
+  if (process.stdout.isTTY !== true) return pino(options)
+  return pino(options, pretty({ colorize: true, singleLine: true, ignore: 'pid,hostname,component', messageFormat: '{if component}{component}: {end}{msg}', translateTime: 'SYS:HH:MM:ss', sync: true }))
+}
+
 export function serverInfoFile (dataDir: string): string {
   return join(dataDir, 'server.json')
 }
 
 export async function startService (config: Config, options: { logger?: Logger } = {}): Promise<RunningService> {
-  const log = options.logger ?? pino({ level: config.log_level, redact: ['req.headers.authorization', '*.password', '*.access_token', '*.refresh_token', '*.client_secret'] })
+  const log = options.logger ?? createLogger(config)
   const dataDir = resolve(config.data_dir)
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   const store = await Store.open(dataDir)
