@@ -1,5 +1,8 @@
-// Statistics (spec 2.3) from per-minute rollups plus raw readings of the
-// partial minutes at both ends of the range [now - range, now].
+// Statistics (spec 2.3) over the range [now - range, now]: hour rollups for
+// the whole hours inside it, minute rollups for the whole minutes of the two
+// partial edge hours, and raw readings of the partial minutes at both ends
+// (the still-open minute included). An hour's rollup is the merge of its
+// minutes', so the sums are the same whichever buckets cover a stretch.
 //
 // Definitions (README "Heart-rate API"):
 // - max, min, average: over the readings in the range (average = mean of the
@@ -18,8 +21,8 @@
 //   sex unknown uses the mean of both equations. A negative total is clamped
 //   to 0. Rounded to 0.1 kcal.
 import type { Readings, RawReading } from './store/readings.ts'
-import { MINUTE_MS } from './pipeline/codec.ts'
-import { streamCredit } from './store/rollups.ts'
+import { HOUR_MS, MINUTE_MS } from './pipeline/codec.ts'
+import { streamCredit, type Rollup } from './store/rollups.ts'
 
 export const TIME_RANGES = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 } as const
 export type TimeRange = keyof typeof TIME_RANGES
@@ -102,8 +105,8 @@ export async function sums (readings: Readings, profileId: string, from: number,
     return s
   }
   await rawSegment(from, firstWhole - 1)
-  for await (const [, r] of readings.rollups(profileId, firstWhole, endWhole)) {
-    if (r.c === 0) continue
+  const rollup = (r: Rollup): void => {
+    if (r.c === 0) return
     let st = r.st
     let sh = r.sh
     if (first) {
@@ -115,6 +118,15 @@ export async function sums (readings: Readings, profileId: string, from: number,
     take(r.c, r.s, r.mn, r.mx)
     s.streamedMs += st
     s.bpmMs += sh
+  }
+  const firstHour = Math.ceil(firstWhole / HOUR_MS) * HOUR_MS
+  const endHour = Math.floor(endWhole / HOUR_MS) * HOUR_MS
+  if (firstHour < endHour) {
+    for await (const [, r] of readings.rollups(profileId, firstWhole, firstHour)) rollup(r)
+    for await (const [, r] of readings.hourRollups(profileId, firstHour, endHour)) rollup(r)
+    for await (const [, r] of readings.rollups(profileId, endHour, endWhole)) rollup(r)
+  } else {
+    for await (const [, r] of readings.rollups(profileId, firstWhole, endWhole)) rollup(r)
   }
   await rawSegment(endWhole, to)
   return s

@@ -14,6 +14,7 @@ import type { ReadingSource } from './reading.ts'
 export const TS_WIDTH = 13
 export const MAX_TIMESTAMP = 9_999_999_999_999
 export const MINUTE_MS = 60_000
+export const HOUR_MS = 3_600_000
 export const MAX_RR = 32
 
 const SOURCES: readonly ReadingSource[] = ['http', 'ble', 'serial', 'mqtt', 'sim']
@@ -32,6 +33,10 @@ export function profileHigh (profileId: string): string { return `${profileId}!~
 
 export function minuteOf (t: number): number {
   return Math.floor(t / MINUTE_MS) * MINUTE_MS
+}
+
+export function hourOf (t: number): number {
+  return Math.floor(t / HOUR_MS) * HOUR_MS
 }
 
 /** Splits a key back into profile and timestamp; undefined for a foreign key. */

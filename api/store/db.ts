@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level } from 'level'
 import type { AbstractSublevel } from 'abstract-level'
+import { buildHourRollups } from './readings.ts'
 
 export type Sub<V> = AbstractSublevel<Level<string, unknown>, string | Buffer | Uint8Array, string, V>
 
@@ -27,7 +28,7 @@ export class StoreOpenError extends Error {
 }
 
 /** Current schema version; bump it and append a migration when record shapes change. */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 export interface Migration {
   to: number
@@ -36,7 +37,9 @@ export interface Migration {
 }
 
 /** Ordered migrations from version N-1 to N. Version 1 is the first schema and needs none. */
-export const MIGRATIONS: Migration[] = []
+export const MIGRATIONS: Migration[] = [
+  { to: 2, describe: 'hourly heart-rate rollups (hr_hour) built from the minute rollups', run: async store => { await buildHourRollups(store) } }
+]
 
 export type BatchOp =
   | { type: 'put', sublevel: Sub<any>, key: string, value: unknown }
@@ -81,7 +84,13 @@ export class Store {
   /** Several sublevels written in one atomic batch. `sync` for OAuth state changes and acknowledged readings. */
   async batch (ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
     if (ops.length === 0) return
-    await this.db.batch(ops as any, { sync: options.sync ?? false })
+    const sync = options.sync ?? false
+    const native = this.db as unknown as Partial<NativeBatch>
+    const encoded = this.db.status === 'open' && typeof native._batch === 'function' ? encodeOps(this.db, ops) : undefined
+    // Pre-encoded ops go straight to classic-level's batch (abstract-level's
+    // per-op normalisation cost ~7 µs an op, most of an ingest group's CPU).
+    if (encoded !== undefined) await (this.db as unknown as NativeBatch)._batch(encoded, { sync })
+    else await this.db.batch(ops as any, { sync })
   }
 
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {
@@ -107,4 +116,29 @@ export class Store {
   async close (): Promise<void> {
     if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close()
   }
+}
+
+interface NativeBatch { _batch (ops: Array<{ type: 'put' | 'del', key: string, value?: string | Uint8Array }>, options: { sync: boolean }): Promise<void> }
+interface Encoding { format: string, encode (v: unknown): unknown }
+
+/**
+ * The ops as classic-level's own batch takes them: the sublevel's prefix on
+ * the key and the value in the sublevel's encoding (utf8 string or bytes).
+ * Undefined when an op needs abstract-level's checks (a missing value, an
+ * encoding whose format is neither), so that path raises its usual errors.
+ */
+function encodeOps (db: Level<string, unknown>, ops: BatchOp[]): Array<{ type: 'put' | 'del', key: string, value?: string | Uint8Array }> | undefined {
+  const out = new Array<{ type: 'put' | 'del', key: string, value?: string | Uint8Array }>(ops.length)
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!
+    if (typeof op.key !== 'string' || op.key.length === 0 || op.sublevel.parent !== db) return undefined
+    const key = op.sublevel.prefix + op.key
+    if (op.type === 'del') { out[i] = { type: 'del', key }; continue }
+    if (op.value === undefined || op.value === null) return undefined
+    const enc = op.sublevel.valueEncoding() as unknown as Encoding
+    const value = enc.encode(op.value)
+    if (enc.format === 'utf8' ? typeof value !== 'string' : !(value instanceof Uint8Array)) return undefined
+    out[i] = { type: 'put', key, value: value as string | Uint8Array }
+  }
+  return out
 }

@@ -1,14 +1,18 @@
 // Heart-rate readings in LevelDB: raw readings (`hr_raw`, binary values),
-// per-minute rollups (`hr_minute`) and the latest reading per profile
-// (`hr_latest`), all keyed `<profile_id>!<13-digit ms>` (latest by profile id).
-// `plan()` turns a group of readings into one list of batch operations (readings,
-// rollups, latest) so the pipeline writes them atomically with one fsync.
+// per-minute and per-hour rollups (`hr_minute`, `hr_hour`) and the latest
+// reading per profile (`hr_latest`), all keyed `<profile_id>!<13-digit ms>`
+// (latest by profile id). `plan()` turns a group of readings into one list of
+// batch operations (readings, both rollups, latest) so the pipeline writes
+// them atomically with one fsync.
 // Plans run one at a time (the pipeline serialises them with prune()), so the
-// store reads a plan makes are not raced by another plan.
+// store reads a plan makes are not raced by another plan. A reading newer than
+// the profile's latest (the usual case) needs no store read at all: the latest
+// and the newest minute and hour rollup of each profile are cached, and a
+// minute or hour that starts after the latest reading has no rollup yet.
 import type { BatchOp, Store, Sub } from './db.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
-import { decodeRaw, encodeRaw, minuteOf, padTs, profileHigh, profileLow, readingKey, splitKey, type RawValue } from '../pipeline/codec.ts'
-import { addReading, changeCredit, emptyRollup, isRollup, streamCredit, type Rollup } from './rollups.ts'
+import { decodeRaw, encodeRaw, hourOf, minuteOf, padTs, profileHigh, profileLow, readingKey, splitKey, type RawValue } from '../pipeline/codec.ts'
+import { addReading, changeCredit, emptyRollup, isRollup, mergeRollup, streamCredit, type Rollup } from './rollups.ts'
 
 export interface LatestRecord { measured_at: number, heart_rate: number, source: StoredReading['source'], device_id?: string }
 export interface RawReading extends RawValue { measured_at: number }
@@ -28,16 +32,21 @@ const DAY_MS = 86_400_000
 export class Readings {
   readonly raw: Sub<Uint8Array>
   readonly minutes: Sub<Rollup>
+  readonly hours: Sub<Rollup>
   readonly latestSub: Sub<LatestRecord>
   /** Latest per profile (null: known to have none). */
   private readonly latestCache = new Map<string, LatestRecord | null>()
-  /** The newest rollup written per profile, to avoid a read per in-order reading. */
+  /** The newest minute and hour rollup written per profile, to avoid a read per in-order reading. */
   private readonly rollupCache = new Map<string, { key: string, rollup: Rollup }>()
+  private readonly hourCache = new Map<string, { key: string, rollup: Rollup }>()
+  private readonly maxCached: number
 
-  constructor (private readonly store: Store, private readonly options: { gapMs: number }) {
+  constructor (private readonly store: Store, private readonly options: { gapMs: number, maxCachedProfiles?: number }) {
     this.raw = store.sub<Uint8Array>('hr_raw', 'view')
     this.minutes = store.sub<Rollup>('hr_minute')
+    this.hours = store.sub<Rollup>(HOUR_SUBLEVEL)
     this.latestSub = store.sub<LatestRecord>('hr_latest')
+    this.maxCached = options.maxCachedProfiles ?? 100_000
   }
 
   get gapMs (): number { return this.options.gapMs }
@@ -46,7 +55,7 @@ export class Readings {
     const cached = this.latestCache.get(profileId)
     if (cached !== undefined) return cached ?? undefined
     const v = await this.latestSub.get(profileId)
-    this.latestCache.set(profileId, v ?? null)
+    bounded(this.latestCache, profileId, v ?? null, this.maxCached)
     return v ?? undefined
   }
 
@@ -77,11 +86,12 @@ export class Readings {
 
   /** Rollups of the minutes starting in [fromMinute, toMinute), oldest first. */
   async * rollups (profileId: string, fromMinute: number, toMinute: number): AsyncGenerator<[number, Rollup]> {
-    if (toMinute <= fromMinute) return
-    for await (const [k, v] of this.minutes.iterator({ gte: readingKey(profileId, fromMinute), lt: readingKey(profileId, toMinute) })) {
-      const key = splitKey(k)
-      if (key !== undefined && isRollup(v)) yield [key.t, v]
-    }
+    yield * bucketRange(this.minutes, profileId, fromMinute, toMinute)
+  }
+
+  /** Rollups of the hours starting in [fromHour, toHour), oldest first (each the merge of its minutes). */
+  async * hourRollups (profileId: string, fromHour: number, toHour: number): AsyncGenerator<[number, Rollup]> {
+    yield * bucketRange(this.hours, profileId, fromHour, toHour)
   }
 
   /** Plans the batch for a group of readings (already validated and owned). */
@@ -89,7 +99,8 @@ export class Readings {
     const ops: BatchOp[] = []
     const stored: StoredReading[] = []
     const duplicates: StoredReading[] = []
-    const rollups = new Map<string, Rollup>()
+    const minuteRollups = new Map<string, Rollup>()
+    const hourRollups = new Map<string, Rollup>()
     const latestNext = new Map<string, LatestRecord>()
     const byProfile = new Map<string, StoredReading[]>()
     for (const r of group) {
@@ -98,25 +109,41 @@ export class Readings {
       else list.push(r)
     }
     const gap = this.options.gapMs
-    const rollupFor = async (profileId: string, t: number): Promise<Rollup> => {
-      const key = readingKey(profileId, minuteOf(t))
-      let r = rollups.get(key)
+    // The rollup of the bucket (minute or hour) starting at `start`, copied into
+    // this plan; without a store read when it is planned or cached already, or
+    // when it starts after the latest stored reading (it has no rollup yet).
+    const known = (planned: Map<string, Rollup>, cache: Map<string, { key: string, rollup: Rollup }>, key: string, start: number, profileId: string, latest0: LatestRecord | undefined): Rollup | undefined => {
+      let r = planned.get(key)
       if (r !== undefined) return r
-      const cached = this.rollupCache.get(profileId)
+      const cached = cache.get(profileId)
       if (cached?.key === key) r = { ...cached.rollup }
-      else {
-        const v = await this.minutes.get(key)
-        r = isRollup(v) ? { ...v } : emptyRollup()
-      }
-      rollups.set(key, r)
+      else if (latest0 === undefined || start > latest0.measured_at) r = emptyRollup()
+      else return undefined
+      planned.set(key, r)
       return r
+    }
+    const load = async (planned: Map<string, Rollup>, sub: Sub<Rollup>, key: string): Promise<Rollup> => {
+      const v = await sub.get(key)
+      const r = isRollup(v) ? { ...v } : emptyRollup()
+      planned.set(key, r)
+      return r
+    }
+    const credit = async (profileId: string, latest0: LatestRecord | undefined, t: number, f: (r: Rollup) => void): Promise<void> => {
+      const m = minuteOf(t)
+      const mk = readingKey(profileId, m)
+      f(known(minuteRollups, this.rollupCache, mk, m, profileId, latest0) ?? await load(minuteRollups, this.minutes, mk))
+      const h = hourOf(t)
+      const hk = m === h ? mk : readingKey(profileId, h)
+      f(known(hourRollups, this.hourCache, hk, h, profileId, latest0) ?? await load(hourRollups, this.hours, hk))
     }
 
     for (const [profileId, list] of byProfile) {
       // Ascending order (stable: the first of equal timestamps wins), so every
       // reading inserted earlier in this group is before the current one.
       list.sort((a, b) => a.measured_at - b.measured_at)
-      let latest = await this.latest(profileId)
+      const cachedLatest = this.latestCache.get(profileId)
+      const latest0 = cachedLatest === undefined ? await this.latest(profileId) : cachedLatest ?? undefined
+      let latest = latest0
       let lastInserted: Point | undefined
       for (const r of list) {
         const t = r.measured_at
@@ -133,12 +160,13 @@ export class Readings {
           const after = await this.after(profileId, t)
           succ = after === undefined ? undefined : { t: after.measured_at, hr: after.heart_rate }
         }
-        const credit = pred === undefined ? 0 : streamCredit(t - pred.t, gap)
-        addReading(await rollupFor(profileId, t), t, r.heart_rate, credit)
+        const c = pred === undefined ? 0 : streamCredit(t - pred.t, gap)
+        await credit(profileId, latest0, t, x => { addReading(x, t, r.heart_rate, c) })
         if (succ !== undefined) {
-          const before = pred === undefined ? 0 : streamCredit(succ.t - pred.t, gap)
-          const after = streamCredit(succ.t - t, gap)
-          if (before !== after) changeCredit(await rollupFor(profileId, succ.t), succ.t, succ.hr, before, after)
+          const s = succ
+          const before = pred === undefined ? 0 : streamCredit(s.t - pred.t, gap)
+          const after = streamCredit(s.t - t, gap)
+          if (before !== after) await credit(profileId, latest0, s.t, x => { changeCredit(x, s.t, s.hr, before, after) })
         }
         ops.push({ type: 'put', sublevel: this.raw, key: readingKey(profileId, t), value: encodeRaw(r) })
         if (latest === undefined || t > latest.measured_at) {
@@ -149,19 +177,22 @@ export class Readings {
         stored.push(r)
       }
     }
-    for (const [key, value] of rollups) ops.push({ type: 'put', sublevel: this.minutes, key, value })
+    for (const [key, value] of minuteRollups) ops.push({ type: 'put', sublevel: this.minutes, key, value })
+    for (const [key, value] of hourRollups) ops.push({ type: 'put', sublevel: this.hours, key, value })
     for (const [profileId, value] of latestNext) ops.push({ type: 'put', sublevel: this.latestSub, key: profileId, value })
     return {
       ops,
       stored,
       duplicates,
       commit: () => {
-        for (const [profileId, value] of latestNext) this.latestCache.set(profileId, value)
-        for (const [key, rollup] of rollups) {
-          const split = splitKey(key)
-          if (split === undefined) continue
-          const cached = this.rollupCache.get(split.profile_id)
-          if (cached === undefined || cached.key <= key) this.rollupCache.set(split.profile_id, { key, rollup })
+        for (const [profileId, value] of latestNext) bounded(this.latestCache, profileId, value, this.maxCached)
+        for (const [planned, cache] of [[minuteRollups, this.rollupCache], [hourRollups, this.hourCache]] as const) {
+          for (const [key, rollup] of planned) {
+            const split = splitKey(key)
+            if (split === undefined) continue
+            const cached = cache.get(split.profile_id)
+            if (cached === undefined || cached.key <= key) bounded(cache, split.profile_id, { key, rollup }, this.maxCached)
+          }
         }
       }
     }
@@ -171,6 +202,7 @@ export class Readings {
   resetCaches (): void {
     this.latestCache.clear()
     this.rollupCache.clear()
+    this.hourCache.clear()
   }
 
   /** Profiles that have ever had a reading. */
@@ -180,8 +212,10 @@ export class Readings {
 
   /**
    * Deletes raw readings older than rawDays and rollups older than rollupDays,
-   * at most `limit` keys per call. Returns how many were deleted (call again
-   * while it returns `limit`).
+   * at most `limit` raw readings and minute rollups per call. Returns how many
+   * of those were deleted (call again while it returns `limit`). An hour's
+   * rollup goes in the same batch as the last of its minutes (an hour that
+   * starts before the cut but ends after it is kept) and is not counted.
    */
   async prune (now: number, retention: { rawDays: number, rollupDays: number }, limit = 1000): Promise<number> {
     const rawCut = now - retention.rawDays * DAY_MS
@@ -191,19 +225,84 @@ export class Readings {
       for (const [sub, cut] of [[this.raw, rawCut], [this.minutes, rollupCut]] as const) {
         if (deleted >= limit) return deleted
         const ops: BatchOp[] = []
-        for await (const k of (sub as Sub<unknown>).keys({ gte: profileLow(profileId), lt: `${profileId}!${padTs(Math.max(0, cut))}`, limit: limit - deleted })) {
+        const budget = limit - deleted
+        for await (const k of (sub as Sub<unknown>).keys({ gte: profileLow(profileId), lt: `${profileId}!${padTs(Math.max(0, cut))}`, limit: budget })) {
           ops.push({ type: 'del', sublevel: sub as Sub<unknown>, key: k })
+        }
+        const counted = ops.length
+        if (sub === this.minutes && counted < budget) {
+          // Every minute before the cut is in this batch: the whole hours before it go too.
+          for await (const k of this.hours.keys({ gte: profileLow(profileId), lt: `${profileId}!${padTs(Math.max(0, hourOf(cut)))}`, limit })) {
+            ops.push({ type: 'del', sublevel: this.hours, key: k })
+          }
         }
         if (ops.length > 0) {
           await this.store.batch(ops)
-          deleted += ops.length
-          const cached = this.rollupCache.get(profileId)
-          if (sub === this.minutes && cached !== undefined && ops.some(o => o.key === cached.key)) this.rollupCache.delete(profileId)
+          deleted += counted
+          for (const cache of [this.rollupCache, this.hourCache]) {
+            const cached = cache.get(profileId)
+            if (sub === this.minutes && cached !== undefined && ops.some(o => o.key === cached.key && o.sublevel === (cache === this.rollupCache ? this.minutes : this.hours))) cache.delete(profileId)
+          }
         }
       }
     }
     return deleted
   }
+}
+
+/** The sublevel of the hourly rollups (schema version 2). */
+export const HOUR_SUBLEVEL = 'hr_hour'
+
+/** Sets a cache entry, dropping the oldest entries beyond `max`. */
+function bounded<V> (cache: Map<string, V>, key: string, value: V, max: number): void {
+  cache.delete(key)
+  cache.set(key, value)
+  while (cache.size > max) {
+    const oldest = cache.keys().next()
+    if (oldest.done === true) break
+    cache.delete(oldest.value)
+  }
+}
+
+async function * bucketRange (sub: Sub<Rollup>, profileId: string, from: number, to: number): AsyncGenerator<[number, Rollup]> {
+  if (to <= from) return
+  for await (const [k, v] of sub.iterator({ gte: readingKey(profileId, from), lt: readingKey(profileId, to) })) {
+    const key = splitKey(k)
+    if (key !== undefined && isRollup(v)) yield [key.t, v]
+  }
+}
+
+/**
+ * Migration to schema version 2: builds every hour rollup from the stored
+ * minute rollups (merged in key order), written in bounded batches.
+ */
+export async function buildHourRollups (store: Store, batchSize = 1000): Promise<number> {
+  const minutes = store.sub<Rollup>('hr_minute')
+  const hours = store.sub<Rollup>(HOUR_SUBLEVEL)
+  let ops: BatchOp[] = []
+  let written = 0
+  let current: { key: string, rollup: Rollup } | undefined
+  const emit = async (force: boolean): Promise<void> => {
+    if (ops.length >= batchSize || (force && ops.length > 0)) {
+      await store.batch(ops, { sync: true })
+      written += ops.length
+      ops = []
+    }
+  }
+  for await (const [k, v] of minutes.iterator()) {
+    const split = splitKey(k)
+    if (split === undefined || !isRollup(v)) continue
+    const key = readingKey(split.profile_id, hourOf(split.t))
+    if (current?.key !== key) {
+      if (current !== undefined) ops.push({ type: 'put', sublevel: hours, key: current.key, value: current.rollup })
+      await emit(false)
+      current = { key, rollup: emptyRollup() }
+    }
+    mergeRollup(current.rollup, v)
+  }
+  if (current !== undefined) ops.push({ type: 'put', sublevel: hours, key: current.key, value: current.rollup })
+  await emit(true)
+  return written
 }
 
 function toRaw (key: string, value: Uint8Array): RawReading | undefined {

@@ -1,5 +1,8 @@
-// Per-minute rollups: pure arithmetic, no I/O. One rollup per (profile, minute)
-// holds what statistics need, so a 30-day answer reads at most 43,200 rows.
+// Rollups: pure arithmetic, no I/O. One rollup per (profile, minute) and one
+// per (profile, hour) hold what statistics need; an hour's rollup is exactly
+// the merge of its minutes' rollups (same fields, `f` the hour's earliest
+// reading), so a 30-day answer reads about 720 hour rows plus the minutes of
+// the two partial edge hours.
 //
 // Streamed time: every reading is credited with the time since its predecessor
 // (the previous reading of the same profile, whatever minute it is in) when
@@ -50,6 +53,18 @@ export function changeCredit (r: Rollup, t: number, bpm: number, before: number,
   r.st += after - before
   r.sh += bpm * (after - before)
   if (t === r.f) r.fc = after
+}
+
+/** Adds the rollup `m` of a later or earlier bucket into `into` (hour from its minutes). */
+export function mergeRollup (into: Rollup, m: Rollup): void {
+  if (m.c === 0) return
+  into.mn = into.c === 0 ? m.mn : Math.min(into.mn, m.mn)
+  into.mx = into.c === 0 ? m.mx : Math.max(into.mx, m.mx)
+  into.c += m.c
+  into.s += m.s
+  into.st += m.st
+  into.sh += m.sh
+  if (m.f < into.f) { into.f = m.f; into.fc = m.fc; into.fh = m.fh }
 }
 
 export function isRollup (v: unknown): v is Rollup {

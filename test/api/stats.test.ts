@@ -11,6 +11,7 @@ import { Readings } from '../../api/store/readings.ts'
 import { Hub } from '../../api/hub.ts'
 import { Pipeline } from '../../api/pipeline/ingest.ts'
 import { finish, kcal, keytel, sums, type Sums } from '../../api/stats.ts'
+import { emptyRollup, mergeRollup, type Rollup } from '../../api/store/rollups.ts'
 
 const GAP = 5000
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 30, 250)
@@ -52,6 +53,56 @@ const step = fc.oneof(
   { weight: 1, arbitrary: fc.constant(0) } // a duplicate timestamp
 )
 
+/** Submits the items in chunks (a chunk concurrently: one group) and returns the unique series (first stored wins). */
+async function ingest (pipeline: Pipeline, profile: string, items: Array<{ t: number, hr: number }>, chunkSizes: number[], seed: number): Promise<Array<{ t: number, hr: number }>> {
+  // Shuffle deterministically (out-of-order arrival).
+  let x = seed >>> 0
+  for (let i = items.length - 1; i > 0; i--) { x = (x * 1103515245 + 12345) >>> 0; const j = x % (i + 1); [items[i], items[j]] = [items[j]!, items[i]!] }
+  // Submit in chunks: a chunk is submitted concurrently (one group), chunks one after another.
+  const firstSeen = new Map<number, { hr: number, chunk: number }>()
+  let i = 0
+  let chunk = 0
+  while (i < items.length) {
+    const size = chunkSizes[chunk % chunkSizes.length]!
+    const part = items.slice(i, i + size)
+    for (const r of part) {
+      const seen = firstSeen.get(r.t)
+      if (seen === undefined) firstSeen.set(r.t, { hr: r.hr, chunk })
+      else if (seen.chunk === chunk) r.hr = seen.hr // same group: same value, so "first" is unambiguous
+    }
+    await Promise.all(part.map(async r => await pipeline.submit({ profile_id: profile, measured_at: r.t, heart_rate: r.hr, source: 'sim' })))
+    i += size
+    chunk++
+  }
+  return [...firstSeen].map(([tt, v]) => ({ t: tt, hr: v.hr }))
+}
+
+async function compare (readings: Readings, profile: string, series: Array<{ t: number, hr: number }>, ranges: Array<[number, number]>, start: number): Promise<void> {
+  for (const [a, len] of ranges) {
+    const got = await sums(readings, profile, a, a + len)
+    const want = brute(series, a, a + len)
+    if (JSON.stringify(got) !== JSON.stringify(want)) {
+      throw new Error(`range [${a - start}, +${len}] got ${JSON.stringify(got)} want ${JSON.stringify(want)}`)
+    }
+  }
+}
+
+/** Every stored hour rollup is the merge of its stored minute rollups (and there is no other). */
+async function hoursMatchMinutes (readings: Readings, profile: string): Promise<void> {
+  const merged = new Map<number, Rollup>()
+  for await (const [m, r] of readings.rollups(profile, 0, NOW + 86_400_000)) {
+    const h = Math.floor(m / 3_600_000) * 3_600_000
+    const into = merged.get(h) ?? emptyRollup()
+    mergeRollup(into, r)
+    merged.set(h, into)
+  }
+  const hours = new Map<number, Rollup>()
+  for await (const [h, r] of readings.hourRollups(profile, 0, NOW + 86_400_000)) hours.set(h, r)
+  if (JSON.stringify([...hours]) !== JSON.stringify([...merged])) {
+    throw new Error(`hour rollups ${JSON.stringify([...hours])} differ from the merged minutes ${JSON.stringify([...merged])}`)
+  }
+}
+
 t.test('rollup statistics equal the brute-force definition', async t => {
   const { readings, pipeline } = await open(t)
   let run = 0
@@ -66,36 +117,52 @@ t.test('rollup statistics equal the brute-force definition', async t => {
       const start = NOW - startBack - 45 * 60_000
       let tNow = start
       const items = steps.map(x => { tNow += x.step; return { t: Math.min(tNow, NOW), hr: x.hr } })
-      // Shuffle deterministically (out-of-order arrival).
-      let x = seed >>> 0
-      for (let i = items.length - 1; i > 0; i--) { x = (x * 1103515245 + 12345) >>> 0; const j = x % (i + 1); [items[i], items[j]] = [items[j]!, items[i]!] }
-      // Submit in chunks: a chunk is submitted concurrently (one group), chunks one after another.
-      const firstSeen = new Map<number, { hr: number, chunk: number }>()
-      let i = 0
-      let chunk = 0
-      while (i < items.length) {
-        const size = chunkSizes[chunk % chunkSizes.length]!
-        const part = items.slice(i, i + size)
-        for (const r of part) {
-          const seen = firstSeen.get(r.t)
-          if (seen === undefined) firstSeen.set(r.t, { hr: r.hr, chunk })
-          else if (seen.chunk === chunk) r.hr = seen.hr // same group: same value, so "first" is unambiguous
-        }
-        await Promise.all(part.map(async r => await pipeline.submit({ profile_id: profile, measured_at: r.t, heart_rate: r.hr, source: 'sim' })))
-        i += size
-        chunk++
-      }
-      const series = [...firstSeen].map(([tt, v]) => ({ t: tt, hr: v.hr }))
-      for (const [a, len] of [[NOW - 86_400_000, 86_400_000], ...ranges.map(([off, len]) => [start + off, len])] as Array<[number, number]>) {
-        const got = await sums(readings, profile, a, a + len)
-        const want = brute(series, a, a + len)
-        if (JSON.stringify(got) !== JSON.stringify(want)) {
-          throw new Error(`range [${a - start}, +${len}] got ${JSON.stringify(got)} want ${JSON.stringify(want)}`)
-        }
-      }
+      const series = await ingest(pipeline, profile, items, chunkSizes, seed)
+      await compare(readings, profile, series, [[NOW - 86_400_000, 86_400_000], ...ranges.map(([off, len]) => [start + off, len] as [number, number])], start)
+      await hoursMatchMinutes(readings, profile)
     }
   ), { numRuns: 60, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) })
   t.pass('60 random series agree')
+})
+
+// Series over several days with runs of seconds and jumps of hours, so ranges
+// cover whole hours (hour rollups) between partial edge hours (minute rollups)
+// and partial edge minutes (raw readings), and readings near hour boundaries.
+const HOUR = 3_600_000
+const longStep = fc.oneof(
+  { weight: 8, arbitrary: fc.integer({ min: 1, max: 3000 }) },
+  { weight: 2, arbitrary: fc.integer({ min: 3000, max: 8000 }) },
+  { weight: 2, arbitrary: fc.integer({ min: 8000, max: 2 * HOUR }) },
+  { weight: 1, arbitrary: fc.integer({ min: 2 * HOUR, max: 20 * HOUR }) },
+  { weight: 1, arbitrary: fc.constant(0) }
+)
+
+t.test('statistics over several days (hour rollups) equal the brute-force definition', async t => {
+  const { readings, pipeline } = await open(t)
+  let run = 0
+  await fc.assert(fc.asyncProperty(
+    fc.integer({ min: 0, max: 6 * HOUR }),
+    fc.integer({ min: -5000, max: 5000 }),
+    fc.array(fc.record({ step: longStep, hr: fc.integer({ min: 1, max: 230 }) }), { minLength: 1, maxLength: 150 }),
+    fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 6 }),
+    fc.integer(),
+    fc.array(fc.tuple(fc.integer({ min: -2 * HOUR, max: 5 * 24 * HOUR }), fc.integer({ min: 0, max: 6 * 24 * HOUR }), fc.boolean()), { minLength: 1, maxLength: 8 }),
+    async (startBack, skew, steps, chunkSizes, seed, ranges) => {
+      const profile = `d${run++}`
+      // Start a few seconds around an hour boundary, 4 to 4.25 days back.
+      const start = Math.floor((NOW - 4 * 24 * HOUR - startBack) / HOUR) * HOUR + skew
+      let tNow = start
+      const items = steps.map(x => { tNow += x.step; return { t: Math.min(tNow, NOW), hr: x.hr } })
+      const series = await ingest(pipeline, profile, items, chunkSizes, seed)
+      // Ranges start anywhere or exactly on an hour (then also end on one).
+      const rs = ranges.map(([off, len, aligned]) => aligned
+        ? [Math.floor((start + off) / HOUR) * HOUR, Math.floor(len / HOUR) * HOUR - 1] as [number, number]
+        : [start + off, len] as [number, number])
+      await compare(readings, profile, series, [[NOW - 30 * 24 * HOUR, 30 * 24 * HOUR], [NOW - 7 * 24 * HOUR, 7 * 24 * HOUR], ...rs], start)
+      await hoursMatchMinutes(readings, profile)
+    }
+  ), { numRuns: 60, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) })
+  t.pass('60 random multi-day series agree')
 })
 
 t.test('zeros when there is no data', async t => {
