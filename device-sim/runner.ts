@@ -111,7 +111,7 @@ export class Simulation extends EventEmitter<{ event: [SimEvent] }> {
     }
     if (tf.contactLost && this.contactLost[device] !== true) this.count(device, 'contact_lost', 'injected', to)
     this.contactLost[device] = tf.contactLost
-    if (tf.skewMs !== 0 && (s.faults.skew ?? 0) === 0) this.count(device, 'skew', transport.name === 'mqtt' || transport.name === 'http' ? 'injected' : 'not_applicable', to)
+    if (tf.skewMs !== 0 && (s.faults.skew ?? 0) === 0 && (s.not_applicable.skew ?? 0) === 0) this.count(device, 'skew', transport.name === 'mqtt' || transport.name === 'http' ? 'injected' : 'not_applicable', to)
     s.state = tf.down ?? (tf.contactLost ? 'contact_lost' : 'up')
     if (tf.down !== null) {
       s.bpm = null
