@@ -2,6 +2,7 @@
 // the BlueZ emulator can own `org.bluez` and node-ble can talk to it exactly
 // as it talks to the real system bus (through DBUS_SYSTEM_BUS_ADDRESS).
 import { spawn } from 'node:child_process'
+import { reapWithParent } from '../reaper.ts'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -63,6 +64,7 @@ export async function startPrivateBus (dir?: string, options: PrivateBusOptions 
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached === true
   })
+  const reaper = reapWithParent(child.pid, { detached: options.detached === true })
   let stderr = ''
   child.stderr.setEncoding('utf8')
   child.stderr.on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4000) })
@@ -85,6 +87,7 @@ export async function startPrivateBus (dir?: string, options: PrivateBusOptions 
     child.once('exit', onExit)
     child.once('error', onError)
   }).catch(async (err: unknown) => {
+    reaper.release()
     if (ownDir) await rm(base, { recursive: true, force: true })
     throw err
   })
@@ -103,6 +106,7 @@ export async function startPrivateBus (dir?: string, options: PrivateBusOptions 
           child.kill('SIGTERM')
           await exited
         }
+        reaper.release()
         if (ownDir) await rm(base, { recursive: true, force: true })
         else await rm(socketPath, { force: true }).then(async () => await rm(configPath, { force: true }))
       })()

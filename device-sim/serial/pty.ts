@@ -10,6 +10,7 @@
 // the device end is not an unplug: socat keeps both pty slaves open itself, so
 // the relay end just goes quiet. A device sim must reopen devicePath after
 // plug(), since it is a new pty.)
+import { reapWithParent, type Reaper } from '../reaper.ts'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, unlink, realpath } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -53,6 +54,7 @@ export async function openPtyPair (options: PtyPairOptions = {}): Promise<PtyPai
   const relayPath = join(dir, 'relay')
   const readyTimeoutMs = options.readyTimeoutMs ?? 10_000
   let child: ChildProcess | undefined
+  let reaper: Reaper | undefined
   let closed = false
 
   async function removeLinks (): Promise<void> {
@@ -68,6 +70,7 @@ export async function openPtyPair (options: PtyPairOptions = {}): Promise<PtyPai
       `pty,raw,echo=0,link=${relayPath}`
     ], { stdio: ['ignore', 'ignore', 'pipe'], detached: options.detached === true })
     child = proc
+    reaper = reapWithParent(proc.pid, { detached: options.detached === true })
     await new Promise<void>((resolve, reject) => {
       let log = ''
       const timer = setTimeout(() => finish(new Error(`socat not ready after ${readyTimeoutMs} ms: ${log}`)), readyTimeoutMs)
@@ -78,6 +81,8 @@ export async function openPtyPair (options: PtyPairOptions = {}): Promise<PtyPai
         proc.off('error', onError)
         if (err !== undefined) {
           proc.kill('SIGKILL')
+          reaper?.release()
+          reaper = undefined
           reject(err)
         } else {
           resolve()
@@ -111,6 +116,8 @@ export async function openPtyPair (options: PtyPairOptions = {}): Promise<PtyPai
         proc.kill('SIGTERM')
       })
     }
+    reaper?.release()
+    reaper = undefined
     // socat removes its links on SIGTERM; make sure, in case it died harder.
     await removeLinks()
   }
