@@ -5,12 +5,13 @@
 // without hr-relay). Matching is by (strap, bpm): BLE carries no timestamp.
 import { addDevice, createUsers } from './lib/admin.ts'
 import { DependencyMissing } from './lib/errors.ts'
-import { Worker } from './lib/proc.ts'
+import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
-import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
-import { startServer } from './lib/server.ts'
+import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { startServer, type BenchServer, type StartOptions } from './lib/server.ts'
 import { joinLatencies, summarize, type Summary } from './lib/stats.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
+import { receiptsWhenComplete } from './lib/latency.ts'
 import type { Receipts } from './workers/ws-viewers.ts'
 
 function byRate (r: Receipts): Map<string, number> {
@@ -26,8 +27,9 @@ async function measure (straps: Worker, receiver: Worker, windowMs: number): Pro
   await straps.call('notify', 1, Math.min(1000, windowMs / 4))
   await receiver.call('start')
   const { sends, skipped } = await straps.call<{ sends: Map<string, number>, skipped: number }>('notify', 1, windowMs)
-  await sleep(Math.min(1500, windowMs / 2))
-  const { latencies, lost } = joinLatencies(sends, byRate(await receiver.call<Receipts>('collect')))
+  // Stragglers: until every notification arrived, at most min(1.5 s, half the window).
+  const [receipts] = await receiptsWhenComplete([receiver], sends.size, rs => joinLatencies(sends, byRate(rs[0] as Receipts)).lost.length, Math.min(1500, windowMs / 2))
+  const { latencies, lost } = joinLatencies(sends, byRate(receipts as Receipts))
   return { summary: summarize(latencies), lost: lost.length, sent: sends.size, skipped }
 }
 
@@ -37,26 +39,45 @@ export const blePath: Scenario = {
   async run (ctx: Context): Promise<Outcome> {
     const n = ctx.quick ? 2 : 20
     const windowMs = ctx.quick ? 2000 : 20_000
-    // Reference first, on its own emulator.
+    // Reference first, on its own emulator (both emulators start at once; each path gets fresh straps).
+    const [refStraps, straps] = await bothOrNeither(Worker.start('workers/ble-straps.ts'), Worker.start('workers/ble-straps.ts'))
+    const serverOptions = (busAddress: string): StartOptions => ({ env: { HR_RELAY_BLE: '1', DBUS_SYSTEM_BUS_ADDRESS: busAddress }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+    // --quick starts hr-relay (no straps paired yet) while the reference client connects; full runs keep the reference alone on the machine.
+    let early: { bus: { busAddress: string, addresses: string[] }, server: Promise<BenchServer> } | undefined
     let ref: Awaited<ReturnType<typeof measure>>
-    {
-      const straps = await Worker.start('workers/ble-straps.ts')
+    try {
+      if (ctx.quick) {
+        const bus = await straps.call<{ busAddress: string, addresses: string[] }>('start', n)
+        const server = startServer(serverOptions(bus.busAddress))
+        server.catch(() => {}) // awaited below
+        early = { bus, server }
+      }
       let client: Worker | undefined
       try {
-        const { busAddress, addresses } = await straps.call<{ busAddress: string, addresses: string[] }>('start', n)
+        const { busAddress, addresses } = await refStraps.call<{ busAddress: string, addresses: string[] }>('start', n)
         client = await Worker.start('workers/ble-client.ts', { DBUS_SYSTEM_BUS_ADDRESS: busAddress })
         await client.call('open', addresses)
-        ref = await measure(straps, client, windowMs)
+        ref = await measure(refStraps, client, windowMs)
         await client.call('close')
       } finally {
-        await client?.stop(); await straps.stop()
+        await client?.stop(); await refStraps.stop()
       }
+    } catch (err) {
+      await early?.server.then(async s => { await s.stop() }, () => {})
+      await straps.stop()
+      throw err
     }
-    const straps = await Worker.start('workers/ble-straps.ts')
-    const viewers = await Worker.start('workers/ws-viewers.ts')
+    let viewers: Worker
     try {
-      const { busAddress, addresses } = await straps.call<{ busAddress: string, addresses: string[] }>('start', n)
-      const server = await startServer({ env: { HR_RELAY_BLE: '1', DBUS_SYSTEM_BUS_ADDRESS: busAddress }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+      viewers = await Worker.start('workers/ws-viewers.ts')
+    } catch (err) {
+      await early?.server.then(async s => { await s.stop() }, () => {})
+      await straps.stop()
+      throw err
+    }
+    try {
+      const { busAddress, addresses } = early?.bus ?? await straps.call<{ busAddress: string, addresses: string[] }>('start', n)
+      const server = await (early?.server ?? startServer(serverOptions(busAddress)))
       try {
         const health = await (await fetch(`${server.url}/health`)).json() as { sources?: Array<{ id: string }> }
         if (!(health.sources ?? []).some(s => s.id === 'ble' || s.id.startsWith('ble'))) throw new DependencyMissing('BLE source in relay/main.ts', `/health lists no BLE source: ${JSON.stringify(health.sources ?? [])}`)

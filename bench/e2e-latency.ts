@@ -4,10 +4,10 @@
 // through a bare Aedes broker to one MQTT subscriber (no auth, storage or API).
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
-import { deliveryOne, type Delivery } from './lib/latency.ts'
-import { Worker } from './lib/proc.ts'
+import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
+import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
-import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
 import { requireMqtt, startServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
 import type { PublishReport } from './workers/mqtt-devices.ts'
@@ -20,15 +20,17 @@ async function measure (devices: Worker, receivers: Worker, rate: number, window
   await devices.call('publish', { rate, durationMs: Math.min(1000, windowMs / 4), qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
   await receivers.call('start')
   const report = await devices.call<PublishReport>('publish', { rate, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
-  await sleep(Math.min(1500, windowMs / 2)) // stragglers
-  const receipts = await receivers.call<Receipts>('collect')
-  return { report, delivery: deliveryOne(report.sends, receipts) }
+  // Stragglers: until every reading arrived, at most min(1.5 s, half the window).
+  const [receipts] = await receiptsWhenComplete([receivers], report.sends.size, rs => deliveryOne(report.sends, rs[0] as Receipts).lost, Math.min(1500, windowMs / 2))
+  return { report, delivery: deliveryOne(report.sends, receipts as Receipts) }
 }
 
 async function throughHrRelay (ctx: Context, devices: Worker, n: number, windowMs: number): Promise<{ d: Delivery, report: PublishReport }> {
   const f = await fleet(n, ctx.log)
-  const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
-  const viewers = await Worker.start('workers/ws-viewers.ts')
+  const dataDir = await freshCopy(f)
+  const [server, viewers] = await bothOrNeither(
+    startServer({ dataDir, removeDataDir: true, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) }),
+    Worker.start('workers/ws-viewers.ts'))
   try {
     const port = requireMqtt(server)
     await openViewers(viewers, viewersFor(server.url, f.users.slice(0, n)))
@@ -42,8 +44,7 @@ async function throughHrRelay (ctx: Context, devices: Worker, n: number, windowM
 }
 
 async function throughAedes (devices: Worker, n: number, windowMs: number): Promise<Delivery> {
-  const broker = await Worker.start('workers/aedes-ref.ts')
-  const sub = await Worker.start('workers/mqtt-subscriber.ts')
+  const [broker, sub] = await bothOrNeither(Worker.start('workers/aedes-ref.ts'), Worker.start('workers/mqtt-subscriber.ts'))
   try {
     const port = await broker.call<number>('start')
     const ids = Array.from({ length: n }, (_, i) => `ref${i}`)

@@ -4,12 +4,11 @@
 // compaction (db.compactRange), for one user's 1 Hz readings loaded through
 // the store's batch path, over the same store compacted before the load.
 import { rm } from 'node:fs/promises'
-import { createUsers } from './lib/admin.ts'
-import { fleet, freshCopy } from './lib/fleet.ts'
-import { Worker } from './lib/proc.ts'
+import { fleet, freshCopy, type Fleet } from './lib/fleet.ts'
+import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
-import { requireMqtt, startServer, tempDir } from './lib/server.ts'
+import { requireMqtt, startServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
 import { compiledEntry } from './lib/build.ts'
 import type { LoadStats } from '../device-sim/load.ts'
@@ -17,13 +16,12 @@ import type { LoadStats } from '../device-sim/load.ts'
 const MB = 1024 * 1024
 const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 50, viewers: 25 } : { devices: 2000, viewers: 500 }
 
-async function diskPerReading (quick: boolean): Promise<{ perReading: number, readings: number, before: number, after: number }> {
-  const dir = await tempDir('disk')
+async function diskPerReading (quick: boolean, f: Fleet): Promise<{ perReading: number, readings: number, before: number, after: number }> {
+  // The fleet's first user on a fresh copy of its accounts; the accounts are in `before` and cancel out.
+  const user = f.users[0]
+  const dir = await freshCopy(f)
   const loader = await Worker.start('workers/store-loader.ts')
   try {
-    const server = await startServer({ dataDir: dir })
-    const [user] = await createUsers(server, 1, 'disk')
-    await server.stop()
     const before = await loader.call<{ bytes: number }>('compact', dir)
     const count = quick ? 50_000 : 1_000_000
     await loader.call('load', dir, { profileId: user?.profile_id, start: Date.now() - count * 1000 - 60_000, count, group: 5000 })
@@ -41,17 +39,23 @@ export const footprint: Scenario = {
   fleetSize: quick => sizes(quick).devices,
   async run (ctx: Context): Promise<Outcome> {
     const { devices: nd, viewers: nv } = sizes(ctx.quick)
-    const durationS = ctx.quick ? 3 : 30
+    const durationS = ctx.quick ? 2 : 30
     const f = await fleet(nd, ctx.log)
     // Production runs a build (`npm run build`); --quick saves the 25 s compile and runs the sources through tsx.
     const compiled = ctx.quick ? undefined : await compiledEntry()
-    const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true, ...(compiled === undefined ? {} : { compiledEntry: compiled }) })
-    const load = await Worker.start('workers/sim-load.ts')
-    const viewers = await Worker.start('workers/ws-viewers.ts')
+    const dataDir = await freshCopy(f)
+    const [load, viewers] = await bothOrNeither(Worker.start('workers/sim-load.ts'), Worker.start('workers/ws-viewers.ts'))
+    let server
+    try {
+      server = await startServer({ dataDir, removeDataDir: true, ...(compiled === undefined ? {} : { compiledEntry: compiled }) })
+    } catch (err) {
+      await viewers.stop(); await load.stop()
+      throw err
+    }
     let idle: number; let peak = 0; let steady = 0; let stats: LoadStats
     try {
       const port = requireMqtt(server)
-      await sleep(ctx.quick ? 1000 : 3000)
+      await sleep(ctx.quick ? 500 : 3000)
       idle = await server.rss()
       await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))
       let done = false
@@ -71,7 +75,7 @@ export const footprint: Scenario = {
       await viewers.stop(); await load.stop(); await server.stop()
     }
     ctx.log('footprint: disk bytes per reading')
-    const disk = await diskPerReading(ctx.quick)
+    const disk = await diskPerReading(ctx.quick, f)
     const lost = stats.sent - stats.acked
     return {
       figures: [

@@ -8,7 +8,7 @@ import { rm } from 'node:fs/promises'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { bucketPercentile, ingestHistogram, type IngestHistogram } from './lib/metrics.ts'
-import { Worker } from './lib/proc.ts'
+import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
 import { requireMqtt, startServer, tempDir } from './lib/server.ts'
@@ -19,17 +19,16 @@ const P99_LIMIT_MS = 100
 
 interface Step { rate: number, achieved: number, p99: number, sent: number, acked: number, unacked: number, failed: number, ok: boolean }
 
-const rates = (quick: boolean): number[] => quick ? [250, 1000, 4000, 12000, 20000] : [250, 500, 1000, 2500, 5000, 7500, 10000, 15000, 20000, 25000, 30000, 40000]
+const rates = (quick: boolean): number[] => quick ? [250, 1000, 4000, 12000, 25000] : [250, 500, 1000, 2500, 5000, 7500, 10000, 15000, 20000, 25000, 30000, 40000]
 const devicesFor = (quick: boolean): number => quick ? 10 : 50
 
-async function climb (ctx: Context, label: string, port: number, logins: DeviceLogin[], stepMs: number): Promise<Step[]> {
-  const devices = await Worker.start('workers/mqtt-devices.ts')
+async function climb (ctx: Context, devices: Worker, label: string, port: number, logins: DeviceLogin[], stepMs: number): Promise<Step[]> {
   const steps: Step[] = []
   try {
     await devices.call('connect', port, logins)
     const base = Date.now() - 3_600_000
-    // Warm-up (JIT, first batches), not counted as a step.
-    await devices.call('publish', { rate: 200, durationMs: 1000, qos: 1, recordSends: false, measuredAt: 'sequence', sequenceBase: base, drainMs: 5000 })
+    // Warm-up (JIT, first batches), not counted as a step: one second (--quick: half).
+    await devices.call('publish', { rate: 200, durationMs: ctx.quick ? 500 : 1000, qos: 1, recordSends: false, measuredAt: 'sequence', sequenceBase: base, drainMs: 5000 })
     for (const rate of rates(ctx.quick)) {
       const r = await devices.call<PublishReport>('publish', { rate, durationMs: stepMs, qos: 1, recordSends: false, measuredAt: 'sequence', sequenceBase: base, drainMs: 5000 })
       const p99 = summarize(Array.from(r.ackLatencies)).p99
@@ -38,9 +37,8 @@ async function climb (ctx: Context, label: string, port: number, logins: DeviceL
       ctx.log(`ingest-capacity ${label}: ${rate}/s asked, ${Math.round(r.achievedRate)}/s sent, PUBACK p99 ${p99.toFixed(1)} ms, ${r.unacked} unacked${ok ? '' : ' — stop'}`)
       if (!ok) break
     }
-    await devices.call('close')
   } finally {
-    await devices.stop()
+    await devices.call('close').catch(() => {})
   }
   return steps
 }
@@ -55,17 +53,17 @@ export const ingestCapacity: Scenario = {
   reference: 'bare Aedes QoS 1 with the same steps; raw level batch writes with sync',
   fleetSize: devicesFor,
   async run (ctx: Context): Promise<Outcome> {
-    const stepMs = ctx.quick ? 1000 : 5000
+    const stepMs = ctx.quick ? 500 : 5000
     const k = devicesFor(ctx.quick)
     const f = await fleet(k, ctx.log)
-    const loader = await Worker.start('workers/store-loader.ts')
     const dir = await freshCopy(f)
+    const [loader, devices] = await bothOrNeither(Worker.start('workers/store-loader.ts'), Worker.start('workers/mqtt-devices.ts'))
     try {
       const server = await startServer({ dataDir: dir, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
       let mine: Step[]
       let hist: IngestHistogram | undefined
       try {
-        mine = await climb(ctx, 'hr-relay', requireMqtt(server), f.devices.slice(0, k), stepMs)
+        mine = await climb(ctx, devices, 'hr-relay', requireMqtt(server), f.devices.slice(0, k), stepMs)
         hist = await ingestHistogram(server.url)
       } finally {
         await server.stop()
@@ -77,7 +75,7 @@ export const ingestCapacity: Scenario = {
       let theirs: Step[]
       try {
         const port = await broker.call<number>('start')
-        theirs = await climb(ctx, 'bare Aedes', port, Array.from({ length: k }, (_, i) => ({ device_id: `ref${i}` })), stepMs)
+        theirs = await climb(ctx, devices, 'bare Aedes', port, Array.from({ length: k }, (_, i) => ({ device_id: `ref${i}` })), stepMs)
       } finally {
         await broker.stop()
       }
@@ -105,13 +103,13 @@ export const ingestCapacity: Scenario = {
           figure('QoS 1 readings/s stored and acknowledged (p99 <= 100 ms)', capValue, 'readings/s', { name: 'bare Aedes QoS 1', value: refCap?.achieved ?? 0 }, { text: '>= 20,000 readings/s', met: capValue >= 20_000 }),
           figure('raw level batch writes (sync, 1000 per batch)', capValue, 'readings/s', { name: 'level batch', value: level.perSecond }),
           figure('PUBACK p99 at that rate', cap?.p99 ?? Number.NaN, 'ms', { name: 'bare Aedes', value: refCap?.p99 ?? Number.NaN }),
-          await syncFigure(ctx.quick ? 100 : 500)
+          await syncFigure(ctx.quick ? 100 : 500, loader)
         ],
         lost,
         notes
       }
     } finally {
-      await loader.stop()
+      await devices.stop(); await loader.stop()
       await rm(dir, { recursive: true, force: true })
     }
   }

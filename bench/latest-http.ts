@@ -1,10 +1,10 @@
 // latest-http: GET /api/v1/data/heart_rate/latest with a valid token, 50
-// connections, no pipelining (autocannon in its own process). Reference: a
+// connections, no pipelining (autocannon in its own process, bench/workers/http-load.ts). Reference: a
 // bare Fastify route at the same path returning a constant, same settings.
 import { createUsers } from './lib/admin.ts'
-import { autocannon, type CannonResult } from './lib/autocannon.ts'
+import { autocannon, startCannon, type CannonResult } from './lib/autocannon.ts'
 import { BenchFailure } from './lib/errors.ts'
-import { Worker } from './lib/proc.ts'
+import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
 import { requireRoute, startServer } from './lib/server.ts'
@@ -15,12 +15,17 @@ export const latestHttp: Scenario = {
   name: 'latest-http',
   reference: 'a bare Fastify route returning a constant reading, same autocannon settings',
   async run (ctx: Context): Promise<Outcome> {
-    const durationS = ctx.quick ? 2 : 10
+    const durationS = ctx.quick ? 1 : 10
     const rounds = ctx.quick ? 1 : 2
     // The per-token rate limit (default 20/s) would answer 429; it stays on with a limit no run reaches.
-    const server = await startServer({ config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
-    const ref = await Worker.start('workers/fastify-ref.ts')
+    const cannonStarting = startCannon()
+    cannonStarting.catch(() => {}) // awaited below
+    const stopCannon = async (): Promise<void> => { await cannonStarting.then(async w => { await w.stop() }, () => {}) }
+    const [server, ref] = await bothOrNeither(
+      startServer({ config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) }),
+      Worker.start('workers/fastify-ref.ts')).catch(async (err: unknown) => { await stopCannon(); throw err })
     try {
+      const c = await cannonStarting
       const [user] = await createUsers(server, 1, 'latest')
       if (user === undefined) throw new BenchFailure('no user')
       const auth = { authorization: `Bearer ${user.token}` }
@@ -33,13 +38,14 @@ export const latestHttp: Scenario = {
       if (check.status !== 200 || body.measured_at !== measuredAt || body.data?.heart_rate !== 77) throw new BenchFailure(`GET ${PATH} answered ${check.status} ${JSON.stringify(body)}, not the reading just written`)
       const refUrl = await ref.call<string>('start')
       const mine: CannonResult[] = []; const theirs: CannonResult[] = []
-      // One second of each first, not recorded (JIT, connection setup).
-      await autocannon(refUrl + PATH, { connections: 50, durationS: 1 })
-      await autocannon(server.url + PATH, { connections: 50, durationS: 1, headers: auth })
+      // One second of each first (--quick: 3000 requests), not recorded (JIT, connection setup).
+      const warm = ctx.quick ? { amount: 3000 } : {}
+      await autocannon(c, refUrl + PATH, { connections: 50, durationS: 1, ...warm })
+      await autocannon(c, server.url + PATH, { connections: 50, durationS: 1, headers: auth, ...warm })
       for (let r = 0; r < rounds; r++) {
         ctx.log(`latest-http: round ${r + 1}/${rounds}`)
-        theirs.push(await autocannon(refUrl + PATH, { connections: 50, durationS }))
-        mine.push(await autocannon(server.url + PATH, { connections: 50, durationS, headers: auth }))
+        theirs.push(await autocannon(c, refUrl + PATH, { connections: 50, durationS }))
+        mine.push(await autocannon(c, server.url + PATH, { connections: 50, durationS, headers: auth }))
       }
       const avg = (xs: CannonResult[], k: keyof CannonResult): number => xs.reduce((s, x) => s + x[k], 0) / xs.length
       const rps = avg(mine, 'requestsPerSecond'); const refRps = avg(theirs, 'requestsPerSecond')
@@ -55,7 +61,7 @@ export const latestHttp: Scenario = {
         notes: [`${rounds} round(s) of ${durationS} s each, reference and hr-relay alternating; ${mine.reduce((s, x) => s + x.total, 0)} requests to hr-relay`]
       }
     } finally {
-      await ref.stop(); await server.stop()
+      await stopCannon(); await ref.stop(); await server.stop()
     }
   }
 }

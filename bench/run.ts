@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { mkdir } from 'node:fs/promises'
 import { disposeFleet, fleet } from './lib/fleet.ts'
+import { reuseWorkers, stopIdleWorkers } from './lib/proc.ts'
 import { formatTable, machine, writeResult, type ScenarioResult } from './lib/results.ts'
 import type { Context, Scenario } from './lib/scenario.ts'
 import { latestHttp } from './latest-http.ts'
@@ -32,6 +33,8 @@ async function main (): Promise<number> {
   const t0 = Date.now()
   const log = (line: string): void => { process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`) }
   const ctx: Context = { quick, log }
+  // --quick reuses load-generator and viewer processes between scenarios (each hr-relay server is still fresh).
+  reuseWorkers(quick)
   if (values.profile === true) {
     ctx.cpuProfileDir = RESULTS + 'profiles'
     await mkdir(ctx.cpuProfileDir, { recursive: true })
@@ -44,6 +47,7 @@ async function main (): Promise<number> {
   if (need > 0) {
     try { await fleet(need, log) } catch (err) { fleetError = `provisioning ${need} users and devices failed: ${(err as Error).message}` }
   }
+  const fleetS = (Date.now() - t0) / 1000
 
   const results: ScenarioResult[] = []
   for (const s of selected) {
@@ -65,14 +69,20 @@ async function main (): Promise<number> {
     process.stdout.write(formatTable(result) + `\n(${result.duration_s.toFixed(1)} s)\n\n`)
   }
   await disposeFleet()
+  await stopIdleWorkers()
 
   const failed = results.filter(r => r.error !== undefined)
   const lost = results.reduce((n, r) => n + r.lost, 0)
   const notMet = results.flatMap(r => r.figures.filter(f => f.target !== undefined && !f.target.met).map(f => `${r.scenario}: ${f.name}`))
   process.stdout.write(`bench: ${results.length - failed.length}/${results.length} scenarios ran, ${lost} readings lost, ${notMet.length} targets not met, ${((Date.now() - t0) / 1000).toFixed(1)} s\n`)
+  process.stdout.write(`  wall time: ${fleetS > 0 ? `accounts ${fleetS.toFixed(1)} s, ` : ''}${results.map(r => `${r.scenario} ${r.duration_s.toFixed(1)} s`).join(', ')}\n`)
   for (const r of failed) process.stdout.write(`  FAILED ${r.scenario}: ${r.error ?? ''}\n`)
   for (const n of notMet) process.stdout.write(`  not met: ${n}\n`)
   return failed.length > 0 || lost > 0 ? 1 : 0
 }
 
-main().then(code => { process.exitCode = code }, err => { process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`); process.exitCode = 1 })
+main().then(code => { process.exitCode = code }, async err => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`)
+  process.exitCode = 1
+  await stopIdleWorkers()
+})

@@ -2,12 +2,12 @@
 // 1 Hz readings (loaded through the store's batch path before the server
 // starts). Reference: statistics computed by a full scan of the same raw
 // readings; the numbers must be identical.
-import { createUsers } from './lib/admin.ts'
+import { fleet, freshCopy } from './lib/fleet.ts'
 import { BenchFailure } from './lib/errors.ts'
 import { now, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
-import { requireRoute, startServer, tempDir } from './lib/server.ts'
+import { requireRoute, startServer } from './lib/server.ts'
 import { summarize } from './lib/stats.ts'
 import { rm } from 'node:fs/promises'
 import type { Statistics } from '../api/stats.ts'
@@ -17,24 +17,24 @@ const DAY = 86_400_000
 export const stats30d: Scenario = {
   name: 'stats-30d',
   reference: 'statistics from a full scan of the same raw readings (no rollups)',
+  fleetSize: () => 1,
   async run (ctx: Context): Promise<Outcome> {
     const days = ctx.quick ? 1 : 30
     const queries = ctx.quick ? 20 : 200
-    const dir = await tempDir('stats')
+    // 1. The user and its token: the first of the provisioned fleet (made through the admin API), on a fresh copy.
+    const f = await fleet(1, ctx.log)
+    const user = f.users[0]
+    if (user === undefined) throw new BenchFailure('no user')
+    const dir = await freshCopy(f)
     const loader = await Worker.start('workers/store-loader.ts')
     try {
-      // 1. The user and its token, through the admin API of a real server.
-      let server = await startServer({ dataDir: dir })
-      const [user] = await createUsers(server, 1, 'stats')
-      await server.stop()
-      if (user === undefined) throw new BenchFailure('no user')
       // 2. Readings through the store's batch path (the server is stopped: LevelDB allows one process).
       const start = Date.now() - days * DAY + 15 * 60_000
       const count = days * 86_400 - 900
       ctx.log(`stats-30d: loading ${count} readings (${days} days at 1 Hz) through Readings.plan + Store.batch`)
       const loaded = await loader.call<{ stored: number, ms: number }>('load', dir, { profileId: user.profile_id, start, count, group: 5000 })
       // 3. The API, queried sequentially from this process.
-      server = await startServer({ dataDir: dir, config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+      const server = await startServer({ dataDir: dir, config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
       const times: number[] = []
       let answer: Statistics | undefined
       try {

@@ -4,10 +4,10 @@
 // forwarding the same payloads from a publisher socket to the same viewers.
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
-import { deliveryMany, type Delivery } from './lib/latency.ts'
-import { Worker } from './lib/proc.ts'
+import { deliveryMany, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
+import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
-import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
 import { requireMqtt, startServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
 import type { PublishReport } from './workers/mqtt-devices.ts'
@@ -16,11 +16,18 @@ import type { Receipts, Viewer } from './workers/ws-viewers.ts'
 interface Case { users: number, viewersPerUser: number }
 const cases = (quick: boolean): Case[] => quick ? [{ users: 1, viewersPerUser: 100 }] : [{ users: 1, viewersPerUser: 1000 }, { users: 10, viewersPerUser: 100 }]
 
-/** Viewer workers: two processes share the connections. */
+/** Viewer workers: two processes share 1000 connections (--quick: one process holds its 100). */
 async function viewerPool (viewers: Viewer[], open: (w: Worker, vs: Viewer[]) => Promise<void>): Promise<Worker[]> {
-  const workers = [await Worker.start('workers/ws-viewers.ts'), await Worker.start('workers/ws-viewers.ts')]
+  const n = viewers.length > 200 ? 2 : 1
+  const workers = await Promise.all(Array.from({ length: n }, async () => await Worker.start('workers/ws-viewers.ts')))
   await Promise.all(workers.map(async (w, k) => { await open(w, viewers.filter((_, i) => i % workers.length === k)) }))
   return workers
+}
+
+/** Every viewer's receipts once all arrived, waiting at most min(1.5 s, half the window) for stragglers. */
+async function stragglers (viewers: Worker[], sends: ReadonlyMap<string, number>, c: Case, windowMs: number): Promise<Receipts[]> {
+  const expected = sends.size * c.viewersPerUser
+  return await receiptsWhenComplete(viewers, expected, rs => deliveryMany(sends, rs, perLabel(c)).lost, Math.min(1500, windowMs / 2))
 }
 
 function perLabel (c: Case): Map<number, number> {
@@ -30,8 +37,10 @@ function perLabel (c: Case): Map<number, number> {
 async function hrRelay (ctx: Context, c: Case, windowMs: number): Promise<Delivery> {
   const f = await fleet(c.users, ctx.log)
   // Viewers of one user share its token; the per-token limit (default 20/s) would refuse their handshakes with 429.
-  const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true, config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
-  const devices = await Worker.start('workers/mqtt-devices.ts')
+  const dataDir = await freshCopy(f)
+  const [server, devices] = await bothOrNeither(
+    startServer({ dataDir, removeDataDir: true, config: { http: { rate_limit_per_second: 1_000_000 } }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) }),
+    Worker.start('workers/mqtt-devices.ts'))
   let viewers: Worker[] = []
   try {
     const port = requireMqtt(server)
@@ -40,8 +49,7 @@ async function hrRelay (ctx: Context, c: Case, windowMs: number): Promise<Delive
     await devices.call('publish', { rate: c.users, durationMs: Math.min(1000, windowMs / 4), qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
     await Promise.all(viewers.map(async w => await w.call('start')))
     const report = await devices.call<PublishReport>('publish', { rate: c.users, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
-    await sleep(Math.min(1500, windowMs / 2))
-    const receipts = await Promise.all(viewers.map(async w => await w.call<Receipts>('collect')))
+    const receipts = await stragglers(viewers, report.sends, c, windowMs)
     await devices.call('close')
     return deliveryMany(report.sends, receipts, perLabel(c))
   } finally {
@@ -52,8 +60,7 @@ async function hrRelay (ctx: Context, c: Case, windowMs: number): Promise<Delive
 }
 
 async function reference (c: Case, windowMs: number): Promise<Delivery> {
-  const server = await Worker.start('workers/ws-broadcast-ref.ts')
-  const pub = await Worker.start('workers/ws-publisher.ts')
+  const [server, pub] = await bothOrNeither(Worker.start('workers/ws-broadcast-ref.ts'), Worker.start('workers/ws-publisher.ts'))
   let viewers: Worker[] = []
   try {
     const port = await server.call<number>('start')
@@ -64,8 +71,7 @@ async function reference (c: Case, windowMs: number): Promise<Delivery> {
     await pub.call('publish', 1, Math.min(1000, windowMs / 4))
     await Promise.all(viewers.map(async w => await w.call('start')))
     const { sends } = await pub.call<{ sends: Map<string, number> }>('publish', 1, windowMs)
-    await sleep(Math.min(1500, windowMs / 2))
-    const receipts = await Promise.all(viewers.map(async w => await w.call<Receipts>('collect')))
+    const receipts = await stragglers(viewers, sends, c, windowMs)
     await pub.call('close')
     return deliveryMany(sends, receipts, perLabel(c))
   } finally {

@@ -1,8 +1,8 @@
-// Runs autocannon in its own process (its CLI, JSON output) against a URL.
-import { spawn } from 'node:child_process'
-import { join } from 'node:path'
+// Runs autocannon in its own process (bench/workers/http-load.ts, autocannon's
+// programmatic API: the same engine as its CLI) against a URL.
 import { BenchFailure } from './errors.ts'
-import { ROOT } from './server.ts'
+import { Worker } from './proc.ts'
+import type { LoadPlan } from '../workers/http-load.ts'
 
 export interface CannonResult {
   requestsPerSecond: number
@@ -14,17 +14,19 @@ export interface CannonResult {
   timeouts: number
 }
 
-export async function autocannon (url: string, o: { connections: number, durationS: number, headers?: Record<string, string> }): Promise<CannonResult> {
-  const args = [join(ROOT, 'node_modules/autocannon/autocannon.js'), '-c', String(o.connections), '-d', String(o.durationS), '-p', '1', '-j']
-  for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}=${v}`)
-  args.push(url)
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''; let err = ''
-  child.stdout.on('data', (c: Buffer) => { out += c.toString('utf8') })
-  child.stderr.on('data', (c: Buffer) => { err = (err + c.toString('utf8')).slice(-2000) })
-  const code = await new Promise<number | null>(resolve => { child.once('exit', resolve) })
-  if (code !== 0) throw new BenchFailure(`autocannon exited with ${code}: ${err}`)
-  const r = JSON.parse(out)
+/** The load generator's process: start it once per scenario, stop it at the end. */
+export async function startCannon (): Promise<Worker> {
+  return await Worker.start('workers/http-load.ts')
+}
+
+/** `amount`: stop after that many requests instead of after `durationS` (warm-ups). */
+export async function autocannon (cannon: Worker, url: string, o: Omit<LoadPlan, 'url'>): Promise<CannonResult> {
+  let r: any
+  try {
+    r = await cannon.call('run', { url, ...o } satisfies LoadPlan)
+  } catch (err) {
+    throw new BenchFailure(`autocannon against ${url}: ${(err as Error).message}`)
+  }
   return {
     requestsPerSecond: r.requests.average,
     latencyP50: r.latency.p50,

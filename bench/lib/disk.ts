@@ -7,14 +7,15 @@ import { figure, type Figure } from './results.ts'
 import { tempDir } from './server.ts'
 import { summarize } from './stats.ts'
 
-export async function syncFigure (count: number): Promise<Figure> {
+/** `loader`: a running store-loader worker to use (default: one started for this probe). */
+export async function syncFigure (count: number, loader?: Worker): Promise<Figure> {
   const dir = await tempDir('sync')
-  const w = await Worker.start('workers/store-loader.ts')
+  const w = loader ?? await Worker.start('workers/store-loader.ts')
   try {
     const s = summarize(Array.from(await w.call<Float64Array>('syncProbe', dir, count)))
     return figure(`LevelDB sync batch p99 on this disk (p50 ${s.p50.toFixed(2)} ms, ${count} batches)`, s.p99, 'ms')
   } finally {
-    await w.stop()
+    if (loader === undefined) await w.stop()
     await rm(dir, { recursive: true, force: true })
   }
 }

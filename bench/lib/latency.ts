@@ -3,6 +3,7 @@
 // lost readings.
 import type { Receipts } from '../workers/ws-viewers.ts'
 import { joinLatencies, summarize, type Summary } from './stats.ts'
+import type { Worker } from './proc.ts'
 
 export interface Delivery {
   summary: Summary
@@ -50,4 +51,21 @@ export function deliveryMany (sends: ReadonlyMap<string, number>, receiptSets: R
     lost += Math.max(0, want - (count.get(key) ?? 0))
   }
   return { summary: summarize(latencies), lost, expected, received: latencies.length }
+}
+
+/**
+ * Ends a window's straggler wait: polls the receivers' counts until at least
+ * `expected` receipts are in and `missing(receipts)` is 0, or `maxMs` passed
+ * (the old fixed wait, still the limit), then stops recording and returns
+ * every receiver's receipts. Finishing early changes no figure: a reading
+ * still missing at the limit is lost either way.
+ */
+export async function receiptsWhenComplete (receivers: readonly Worker[], expected: number, missing: (r: Receipts[]) => number, maxMs: number): Promise<Receipts[]> {
+  const deadline = Date.now() + maxMs
+  while (Date.now() < deadline) {
+    const counts = await Promise.all(receivers.map(async w => await w.call<number>('count')))
+    if (counts.reduce((a, b) => a + b, 0) >= expected && missing(await Promise.all(receivers.map(async w => await w.call<Receipts>('peek')))) === 0) break
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  return await Promise.all(receivers.map(async w => await w.call<Receipts>('collect')))
 }

@@ -10,8 +10,28 @@ type Handler = (...args: any[]) => unknown
 interface Call { id: number, method: string, args: unknown[] }
 interface Reply { id: number, ok: boolean, value?: unknown, error?: string }
 
+/**
+ * --quick keeps stopped workers for the next scenario that starts the same
+ * file with the same environment, when the worker has a `reset` handler
+ * (closes its connections, forgets its state): a tsx process start costs
+ * 0.5–2.5 s of CPU here. Full runs start every worker fresh.
+ */
+let reuse = false
+const idle = new Map<string, Worker[]>()
+
+export function reuseWorkers (on: boolean): void { reuse = on }
+
+/** Stops every kept worker (end of the run). */
+export async function stopIdleWorkers (): Promise<void> {
+  const all = [...idle.values()].flat()
+  idle.clear()
+  await Promise.all(all.map(async w => { await w.kill() }))
+}
+
 export class Worker {
   private seq = 0
+  private key = ''
+  private released = false
   private readonly pending = new Map<number, { resolve: (v: any) => void, reject: (e: Error) => void, method: string }>()
   private exited = false
 
@@ -34,6 +54,11 @@ export class Worker {
 
   /** Forks `bench/workers/<file>` (a path relative to bench/). */
   static async start (file: string, env: Record<string, string> = {}): Promise<Worker> {
+    const key = `${file}\n${JSON.stringify(env)}`
+    if (reuse) {
+      const kept = idle.get(key)?.pop()
+      if (kept !== undefined && !kept.exited) { kept.released = false; return kept }
+    }
     const path = fileURLToPath(new URL(`../${file}`, import.meta.url))
     const child = fork(path, [], {
       execArgv: ['--import', 'tsx', '--max-old-space-size=2048'],
@@ -42,6 +67,7 @@ export class Worker {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc']
     })
     const w = new Worker(file, child)
+    w.key = key
     await w.call('ping')
     return w
   }
@@ -55,8 +81,24 @@ export class Worker {
     })
   }
 
-  /** Asks the worker to exit; kills it after 5 s. */
+  /** Asks the worker to exit (--quick: resets it and keeps it for reuse when it can). */
   async stop (): Promise<void> {
+    if (this.exited || this.released) return
+    if (reuse) {
+      this.released = true
+      try {
+        await this.call('reset')
+        const list = idle.get(this.key) ?? []
+        list.push(this)
+        idle.set(this.key, list)
+        return
+      } catch { /* no reset handler, or it failed: stop it */ }
+    }
+    await this.kill()
+  }
+
+  /** Asks the worker to exit; kills it after 5 s. */
+  async kill (): Promise<void> {
     if (this.exited) return
     const gone = new Promise<void>(resolve => { this.child.once('exit', () => { resolve() }) })
     this.child.disconnect()
@@ -78,6 +120,18 @@ export function serve (handlers: Record<string, Handler>): void {
       (err: unknown) => { reply({ ok: false, error: err instanceof Error ? `${err.message}` : String(err) }) })
   })
   process.on('disconnect', () => { process.exit(0) })
+}
+
+/**
+ * Starts two things at once (a server and a worker, two workers); when one
+ * fails, the other is stopped before the error is thrown.
+ */
+export async function bothOrNeither<A extends { stop (): Promise<void> }, B extends { stop (): Promise<void> }> (a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [ra, rb] = await Promise.allSettled([a, b])
+  if (ra.status === 'fulfilled' && rb.status === 'fulfilled') return [ra.value, rb.value]
+  if (ra.status === 'fulfilled') await ra.value.stop()
+  if (rb.status === 'fulfilled') await rb.value.stop()
+  throw ra.status === 'rejected' ? ra.reason : (rb as PromiseRejectedResult).reason
 }
 
 /** High-resolution wall clock in ms, comparable across processes on one machine. */

@@ -19,8 +19,10 @@ async function start (): Promise<number> {
 }
 
 async function stop (): Promise<void> {
-  await new Promise<void>(resolve => { broker?.close(() => { resolve() }) })
-  await new Promise<void>(resolve => { server?.close(() => { resolve() }) })
+  const b = broker; const s = server
+  broker = null; server = null
+  if (b !== null) await new Promise<void>(resolve => { b.close(() => { resolve() }) })
+  if (s !== null) await new Promise<void>(resolve => { s.close(() => { resolve() }) })
 }
 
-serve({ start, stop })
+serve({ start, stop, reset: stop })

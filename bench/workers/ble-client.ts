@@ -39,11 +39,18 @@ async function open (addresses: string[]): Promise<number> {
 
 function start (): void { labels = []; rates = []; times = []; recording = true }
 
-function collect (): Receipts {
-  recording = false
+/** Receipts recorded so far (recording goes on). */
+function peek (): Receipts {
   return { labels: Int32Array.from(labels), measuredAt: new Float64Array(labels.length), heartRates: Float64Array.from(rates), times: Float64Array.from(times), closed: 0, garbage: 0 }
 }
 
+function collect (): Receipts {
+  recording = false
+  return peek()
+}
+
+function count (): number { return times.length }
+
 function close (): void { destroy?.(); destroy = undefined }
 
-serve({ open, start, collect, close })
+serve({ open, start, count, peek, collect, close })

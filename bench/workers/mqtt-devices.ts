@@ -151,4 +151,4 @@ async function close (): Promise<void> {
   clients = []
 }
 
-serve({ connect, publish, close })
+serve({ connect, publish, close, reset: close })

@@ -37,14 +37,21 @@ function start (): void {
   recording = true
 }
 
-function collect (): Receipts {
-  recording = false
+/** Receipts recorded so far (recording goes on). */
+function peek (): Receipts {
   return { labels: Int32Array.from(labels), measuredAt: Float64Array.from(measured), heartRates: Float64Array.from(rates), times: Float64Array.from(times), closed: 0, garbage }
 }
+
+function collect (): Receipts {
+  recording = false
+  return peek()
+}
+
+function count (): number { return times.length }
 
 async function close (): Promise<void> {
   await client?.endAsync(true)
   client = null
 }
 
-serve({ open, start, collect, close })
+serve({ open, start, count, peek, collect, close, reset: close })

@@ -134,4 +134,5 @@ async function syncProbe (dir: string, n: number): Promise<Float64Array> {
   return out
 }
 
-serve({ load, scan, levelBatches, compact, syncProbe })
+// Every handler opens and closes its own store: nothing to reset between scenarios.
+serve({ load, scan, levelBatches, compact, syncProbe, reset: () => {} })

@@ -46,4 +46,4 @@ function close (): void {
   sockets = []
 }
 
-serve({ open, publish, close })
+serve({ open, publish, close, reset: close })

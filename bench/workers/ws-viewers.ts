@@ -67,10 +67,17 @@ function start (): void {
   recording = true
 }
 
-function collect (): Receipts {
-  recording = false
+/** Receipts recorded so far (recording goes on): the orchestrator checks for stragglers. */
+function peek (): Receipts {
   return { labels: Int32Array.from(labels), measuredAt: Float64Array.from(measured), heartRates: Float64Array.from(rates), times: Float64Array.from(times), closed, garbage }
 }
+
+function collect (): Receipts {
+  recording = false
+  return peek()
+}
+
+function count (): number { return times.length }
 
 /** Closes the first `count` connections (all when omitted). */
 async function closeSome (count?: number): Promise<number> {
@@ -82,4 +89,11 @@ async function closeSome (count?: number): Promise<number> {
   return sockets.length
 }
 
-serve({ open, start, collect, closeSome })
+/** Closes every connection and forgets the receipts (the worker is kept for the next scenario). */
+async function reset (): Promise<void> {
+  recording = false
+  await closeSome()
+  start(); recording = false
+}
+
+serve({ open, start, count, peek, collect, closeSome, reset })

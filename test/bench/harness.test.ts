@@ -6,10 +6,11 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fmt, joinLatencies, percentile, ratio, summarize } from '../../bench/lib/stats.ts'
-import { deliveryMany, deliveryOne } from '../../bench/lib/latency.ts'
+import { deliveryMany, deliveryOne, receiptsWhenComplete } from '../../bench/lib/latency.ts'
+import type { Receipts } from '../../bench/workers/ws-viewers.ts'
 import { figure, formatTable, writeResult, type ScenarioResult } from '../../bench/lib/results.ts'
 import { pool } from '../../bench/lib/admin.ts'
-import { Worker } from '../../bench/lib/proc.ts'
+import { bothOrNeither, reuseWorkers, stopIdleWorkers, Worker } from '../../bench/lib/proc.ts'
 import { syntheticReading } from '../../bench/lib/synthetic.ts'
 
 t.test('percentile is nearest-rank', async t => {
@@ -140,4 +141,67 @@ t.test('the ingest histogram is read from Prometheus text', async t => {
   t.equal(bucketPercentile(h!, 50), 50)
   t.equal(bucketPercentile(h!, 99), 100)
   t.equal(parseIngestHistogram('nothing'), undefined)
+})
+
+t.test('--quick keeps a stopped worker that can reset and hands it to the next start of the same file', async t => {
+  reuseWorkers(true)
+  t.teardown(async () => { reuseWorkers(false); await stopIdleWorkers() })
+  const a = await Worker.start('workers/store-loader.ts')
+  await a.stop()
+  const b = await Worker.start('workers/store-loader.ts')
+  t.equal(b.pid, a.pid, 'the same process again')
+  t.equal(await b.call('ping'), 'pong')
+  const other = await Worker.start('workers/store-loader.ts')
+  t.not(other.pid, b.pid, 'a worker in use is never handed out twice')
+  await other.stop()
+  // fastify-ref has no reset handler: stop() ends it.
+  const ref = await Worker.start('workers/fastify-ref.ts')
+  await ref.stop()
+  await t.rejects(ref.call('ping'), /not running/)
+  await b.stop()
+  await b.stop() // a second stop does not keep it twice
+  await stopIdleWorkers()
+  await t.rejects(b.call('ping'), /not running/)
+  await t.rejects(other.call('ping'), /not running/)
+})
+
+t.test('bothOrNeither stops the one that started when the other fails', async t => {
+  let stopped = 0
+  const ok = { stop: async () => { stopped++ } }
+  await t.rejects(bothOrNeither(Promise.resolve(ok), Promise.reject(new Error('boom'))), /boom/)
+  t.equal(stopped, 1)
+  t.same(await bothOrNeither(Promise.resolve(ok), Promise.resolve(ok)), [ok, ok])
+  t.equal(stopped, 1)
+})
+
+function receipts (n: number): Receipts {
+  const xs = Array.from({ length: n }, (_, i) => i)
+  return { labels: Int32Array.from(xs.map(() => 0)), measuredAt: Float64Array.from(xs), heartRates: Float64Array.from(xs), times: Float64Array.from(xs), closed: 0, garbage: 0 }
+}
+
+/** A receiver that has `arrived()` receipts so far (measured_at 0, 1, ...). */
+function fakeReceiver (arrived: () => number): { worker: Worker, calls: string[] } {
+  const calls: string[] = []
+  const worker = { call: async (method: string) => { calls.push(method); return method === 'count' ? arrived() : receipts(arrived()) } } as unknown as Worker
+  return { worker, calls }
+}
+
+t.test('the straggler wait ends once every expected receipt is in, and at its limit otherwise', async t => {
+  const sends = new Map([['0:0', 0], ['0:1', 0], ['0:2', 0]])
+  const missing = (rs: Receipts[]): number => deliveryOne(sends, rs[0] as Receipts).lost
+  let n = 1
+  const growing = fakeReceiver(() => Math.min(3, n++))
+  const started = Date.now()
+  const [got] = await receiptsWhenComplete([growing.worker], 3, missing, 10_000)
+  t.equal(got?.times.length, 3)
+  t.ok(Date.now() - started < 5000, 'did not wait for the limit')
+  t.equal(growing.calls.at(-1), 'collect', 'recording stopped')
+  t.equal(growing.calls.filter(c => c === 'count').length, 3)
+
+  const stuck = fakeReceiver(() => 2)
+  const t0 = Date.now()
+  const [partial] = await receiptsWhenComplete([stuck.worker], 3, missing, 300)
+  t.ok(Date.now() - t0 >= 300, 'waited the whole limit')
+  t.equal(partial?.times.length, 2)
+  t.equal(missing([partial as Receipts]), 1)
 })
