@@ -1,14 +1,19 @@
 // The one ingest pipeline every source hands readings to. Named steps:
-//   validate → resolve_owner → drop_unstored → group → write → acknowledge → publish
+//   validate → resolve_owner → drop_unstored → group → plan → write → acknowledge → publish
 // The first three run per reading; then readings that arrive while a write is
 // in flight (or within the same event-loop turn) form one group, written as a
 // single LevelDB batch with sync (one fsync per group). `submit` resolves only
 // after that write, so a source may acknowledge its sender (HTTP 200, MQTT
 // PUBACK) and the reading survives a kill -9. Stored readings are then
 // published to the live hub.
+// Double buffering: while a group's batch is being written, the readings that
+// arrive are planned on top of it as they come (no store reads; a reading
+// that needs one makes the next group be planned after the write instead), so
+// the next batch starts as soon as the previous one is durable. Batches are
+// written one at a time, in order, and acknowledged in that order.
 import type { Logger } from 'pino'
 import type { Store } from '../store/db.ts'
-import type { Readings } from '../store/readings.ts'
+import type { Plan, Readings } from '../store/readings.ts'
 import type { Hub } from '../hub.ts'
 import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading, type StoredReading } from './reading.ts'
 import { MAX_RR, MAX_TIMESTAMP } from './codec.ts'
@@ -48,6 +53,12 @@ export interface PipelineOptions {
 interface Ctx { reading: Reading, profileId?: string, stored?: StoredReading }
 interface Step { name: string, run (ctx: Ctx): Promise<DropReason | undefined> | DropReason | undefined }
 interface Pending { reading: StoredReading, resolve (r: IngestResult): void, reject (err: unknown): void }
+/** The group being written, or the next one being gathered (plan undefined: plan it when its turn comes). */
+interface Group { items: Pending[], plan: Plan | undefined }
+interface Writing { group: Group, plan: Plan, done: Promise<unknown> }
+
+/** Write cycles before the writer lets a queued prune step run. */
+const MAX_CYCLES = 200
 
 export class PipelineStoppedError extends Error {
   constructor () { super('the ingest pipeline is stopped'); this.name = 'PipelineStoppedError' }
@@ -64,8 +75,11 @@ export class Pipeline implements Ingest {
   private readonly knownProfiles = new Set<string>()
   private readonly now: () => number
   private pending: Pending[] = []
+  private next: Group = { items: [], plan: undefined }
   private scheduled = false
   private writing = false
+  private inflight: Writing | undefined
+  private wake: (() => void) | undefined
   private stopped = false
   private chain: Promise<void> = Promise.resolve()
   private pruneTimer: NodeJS.Timeout | undefined
@@ -156,11 +170,12 @@ export class Pipeline implements Ingest {
 
   // group: readings arriving during a write, or in the same turn, go together.
   private schedule (): void {
-    if (this.scheduled || this.writing) return
+    if (this.scheduled) return
     this.scheduled = true
     setImmediate(() => {
       this.scheduled = false
-      void this.flush()
+      if (this.writing) this.wake?.()
+      else void this.flush()
     })
   }
 
@@ -172,33 +187,110 @@ export class Pipeline implements Ingest {
   }
 
   private async flush (): Promise<void> {
-    if (this.writing || this.pending.length === 0) return
+    if (this.writing || (this.pending.length === 0 && this.next.items.length === 0)) return
     this.writing = true
-    const group = this.pending.splice(0, this.o.maxGroup ?? 5000)
     try {
-      // write: readings, rollups and latest in one atomic batch with one fsync.
-      const plan = await this.exclusive(async () => {
-        const p = await this.o.readings.plan(group.map(g => g.reading))
-        await this.o.store.batch(p.ops, { sync: true })
-        p.commit()
-        return p
-      })
-      this.counters.batches++
-      // acknowledge, then publish.
-      const dup = new Set(plan.duplicates)
-      for (const g of group) {
-        if (dup.has(g.reading)) g.resolve(this.drop('duplicate'))
-        else { this.counters.stored++; g.resolve({ status: 'stored', profile_id: g.reading.profile_id }) }
-      }
-      for (const g of group) if (!dup.has(g.reading)) this.o.hub.publishReading(g.reading)
-    } catch (err) {
-      this.counters.failed_batches++
-      this.o.log?.error({ err, readings: group.length }, 'writing a group of readings failed; nothing of it was stored')
-      for (const g of group) g.reject(err)
+      await this.exclusive(async () => { await this.writeLoop() })
     } finally {
       this.writing = false
-      if (this.pending.length > 0) this.schedule()
+      if (this.pending.length > 0 || this.next.items.length > 0) this.schedule()
     }
+  }
+
+  /**
+   * One writer: starts a group's batch, gathers and plans the next group
+   * while it is written, settles it, starts the next. Returns when nothing is
+   * left (or after MAX_CYCLES, so a prune step can run in between).
+   */
+  private async writeLoop (): Promise<void> {
+    for (let cycles = 0; ;) {
+      await this.gather()
+      if (this.inflight === undefined) {
+        if (this.next.items.length === 0 || cycles >= MAX_CYCLES) {
+          // A plan made on state a prune step may change is made again.
+          this.next.plan = undefined
+          return
+        }
+        await this.startWrite()
+        cycles++
+        continue
+      }
+      const writing = this.inflight
+      const arrived = new Promise<void>(resolve => { this.wake = resolve })
+      const settled = await Promise.race([writing.done.then(() => true, () => true), arrived.then(() => false)])
+      this.wake = undefined
+      if (!settled) continue
+      this.inflight = undefined
+      let ok = true
+      try {
+        await writing.done
+        writing.plan.commit()
+      } catch (err) {
+        ok = false
+        this.failed(writing.group, err)
+      }
+      // The next batch goes out before this one is acknowledged and published.
+      if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }
+      if (ok) this.acknowledge(writing)
+    }
+  }
+
+  /** Moves pending readings into the next group, planned on top of the batch in flight when possible. */
+  private async gather (): Promise<void> {
+    const room = (this.o.maxGroup ?? 5000) - this.next.items.length
+    if (room <= 0 || this.pending.length === 0) return
+    const items = this.pending.splice(0, room)
+    const next = this.next
+    const plannable = next.items.length === 0 || next.plan !== undefined
+    for (const it of items) next.items.push(it)
+    const base = next.plan ?? this.inflight?.plan
+    if (!plannable || base === undefined) { next.plan = undefined; return }
+    let more: Plan | undefined
+    try {
+      more = await this.o.readings.plan(items.map(p => p.reading), base)
+    } catch {
+      more = undefined
+    }
+    if (more === undefined) next.plan = undefined
+    else if (next.plan === undefined) next.plan = more
+    else next.plan.absorb(more)
+  }
+
+  // write: readings, rollups and latest of one group in one atomic batch with one fsync.
+  private async startWrite (): Promise<void> {
+    const group = this.next
+    this.next = { items: [], plan: undefined }
+    let plan = group.plan
+    try {
+      plan ??= await this.o.readings.plan(group.items.map(p => p.reading))
+    } catch (err) {
+      this.failed(group, err)
+      return
+    }
+    const ops = plan.ops
+    const done = (async () => { await this.o.store.batch(ops, { sync: true }) })()
+    done.catch(() => undefined)
+    this.inflight = { group, plan, done }
+  }
+
+  private failed (group: Group, err: unknown): void {
+    this.counters.failed_batches++
+    this.o.log?.error({ err, readings: group.items.length }, 'writing a group of readings failed; nothing of it was stored')
+    // The caches may hold what a plan on top of this group assumed: forget both.
+    this.o.readings.resetCaches()
+    this.next.plan = undefined
+    for (const g of group.items) g.reject(err)
+  }
+
+  // acknowledge, then publish.
+  private acknowledge (w: Writing): void {
+    this.counters.batches++
+    const dup = new Set(w.plan.duplicates)
+    for (const g of w.group.items) {
+      if (dup.has(g.reading)) g.resolve(this.drop('duplicate'))
+      else { this.counters.stored++; g.resolve({ status: 'stored', profile_id: g.reading.profile_id }) }
+    }
+    for (const g of w.group.items) if (!dup.has(g.reading)) this.o.hub.publishReading(g.reading)
   }
 
   start (): void {
@@ -231,7 +323,7 @@ export class Pipeline implements Ingest {
   async stop (): Promise<void> {
     this.stopped = true
     if (this.pruneTimer !== undefined) { clearInterval(this.pruneTimer); this.pruneTimer = undefined }
-    while (this.pending.length > 0 || this.writing || this.scheduled) {
+    while (this.pending.length > 0 || this.next.items.length > 0 || this.writing || this.scheduled) {
       await new Promise(resolve => setTimeout(resolve, 5))
     }
     await this.exclusive(async () => undefined)

@@ -9,6 +9,8 @@
 // the profile's latest (the usual case) needs no store read at all: the latest
 // and the newest minute and hour rollup of each profile are cached, and a
 // minute or hour that starts after the latest reading has no rollup yet.
+// `plan(group, base)` plans on top of a plan whose batch is still being
+// written (the pipeline's double buffering), from memory only.
 import type { BatchOp, Store, Sub } from './db.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
 import { decodeRaw, encodeRaw, hourOf, minuteOf, padTs, profileHigh, profileLow, readingKey, splitKey, type RawValue } from '../pipeline/codec.ts'
@@ -18,12 +20,67 @@ export interface LatestRecord { measured_at: number, heart_rate: number, source:
 export interface RawReading extends RawValue { measured_at: number }
 
 export interface Plan {
-  ops: BatchOp[]
-  stored: StoredReading[]
-  duplicates: StoredReading[]
+  /** Readings, rollups and latest records to write in one batch. */
+  readonly ops: BatchOp[]
+  readonly stored: StoredReading[]
+  readonly duplicates: StoredReading[]
   /** Applies the plan to the in-memory caches; call only after the batch was written. */
   commit (): void
+  /**
+   * Adds a plan made on top of this one (`plan(more, this)`) so both are
+   * written as one batch; `more` is not used afterwards.
+   */
+  absorb (more: Plan): void
 }
+
+/** What a plan writes, kept by key so a later plan can build on it before it is written. */
+class GroupPlan implements Plan {
+  readonly raw: BatchOp[] = []
+  readonly stored: StoredReading[] = []
+  readonly duplicates: StoredReading[] = []
+  readonly minutes = new Map<string, Rollup>()
+  readonly hours = new Map<string, Rollup>()
+  readonly latest = new Map<string, LatestRecord>()
+  committed = false
+
+  constructor (private readonly owner: Readings, readonly base: GroupPlan | undefined) {}
+
+  get ops (): BatchOp[] {
+    const o = this.owner
+    const ops = this.raw.slice()
+    for (const [key, value] of this.minutes) ops.push({ type: 'put', sublevel: o.minutes, key, value })
+    for (const [key, value] of this.hours) ops.push({ type: 'put', sublevel: o.hours, key, value })
+    for (const [key, value] of this.latest) ops.push({ type: 'put', sublevel: o.latestSub, key, value })
+    return ops
+  }
+
+  commit (): void {
+    this.owner.applyPlan(this)
+    this.committed = true
+  }
+
+  absorb (more: Plan): void {
+    if (!(more instanceof GroupPlan) || more.base !== this) throw new TypeError('absorb takes a plan made on top of this one')
+    for (const op of more.raw) this.raw.push(op)
+    for (const r of more.stored) this.stored.push(r)
+    for (const r of more.duplicates) this.duplicates.push(r)
+    for (const [k, v] of more.minutes) this.minutes.set(k, v)
+    for (const [k, v] of more.hours) this.hours.set(k, v)
+    for (const [k, v] of more.latest) this.latest.set(k, v)
+  }
+
+  /** The newest uncommitted value of a key along this plan's bases. */
+  static find<V> (base: GroupPlan | undefined, pick: (p: GroupPlan) => Map<string, V>, key: string): V | undefined {
+    for (let p = base; p !== undefined && !p.committed; p = p.base) {
+      const v = pick(p).get(key)
+      if (v !== undefined) return v
+    }
+    return undefined
+  }
+}
+
+/** A speculative plan needed a store read: plan the group again once the base is written. */
+class NeedsRead extends Error {}
 
 interface Point { t: number, hr: number }
 
@@ -94,14 +151,28 @@ export class Readings {
     yield * bucketRange(this.hours, profileId, fromHour, toHour)
   }
 
-  /** Plans the batch for a group of readings (already validated and owned). */
-  async plan (group: StoredReading[]): Promise<Plan> {
-    const ops: BatchOp[] = []
-    const stored: StoredReading[] = []
-    const duplicates: StoredReading[] = []
-    const minuteRollups = new Map<string, Rollup>()
-    const hourRollups = new Map<string, Rollup>()
-    const latestNext = new Map<string, LatestRecord>()
+  /**
+   * Plans the batch for a group of readings (already validated and owned).
+   * With `base`, a plan whose batch is not written yet, the group is planned
+   * as if base were written, without reading the store (a read would miss
+   * base's writes): undefined when a reading needs one (older than the latest,
+   * or a rollup neither planned nor cached), then plan again after base.
+   */
+  async plan (group: StoredReading[]): Promise<Plan>
+  async plan (group: StoredReading[], base: Plan): Promise<Plan | undefined>
+  async plan (group: StoredReading[], base?: Plan): Promise<Plan | undefined> {
+    if (base !== undefined && !(base instanceof GroupPlan)) throw new TypeError('base must be a plan of this store')
+    try {
+      return await this.planOn(group, base)
+    } catch (err) {
+      if (err instanceof NeedsRead) return undefined
+      throw err
+    }
+  }
+
+  private async planOn (group: StoredReading[], base: GroupPlan | undefined): Promise<GroupPlan> {
+    const plan = new GroupPlan(this, base)
+    const speculative = base !== undefined && !base.committed
     const byProfile = new Map<string, StoredReading[]>()
     for (const r of group) {
       const list = byProfile.get(r.profile_id)
@@ -109,21 +180,28 @@ export class Readings {
       else list.push(r)
     }
     const gap = this.options.gapMs
+    const read = <T>(f: () => Promise<T>): Promise<T> => {
+      if (speculative) throw new NeedsRead()
+      return f()
+    }
     // The rollup of the bucket (minute or hour) starting at `start`, copied into
-    // this plan; without a store read when it is planned or cached already, or
-    // when it starts after the latest stored reading (it has no rollup yet).
-    const known = (planned: Map<string, Rollup>, cache: Map<string, { key: string, rollup: Rollup }>, key: string, start: number, profileId: string, latest0: LatestRecord | undefined): Rollup | undefined => {
+    // this plan; without a store read when it is planned (here or in a base) or
+    // cached already, or when it starts after the latest stored reading (it has
+    // no rollup yet).
+    const known = (planned: Map<string, Rollup>, pick: (p: GroupPlan) => Map<string, Rollup>, cache: Map<string, { key: string, rollup: Rollup }>, key: string, start: number, profileId: string, latest0: LatestRecord | undefined): Rollup | undefined => {
       let r = planned.get(key)
       if (r !== undefined) return r
+      const inBase = GroupPlan.find(base, pick, key)
       const cached = cache.get(profileId)
-      if (cached?.key === key) r = { ...cached.rollup }
+      if (inBase !== undefined) r = { ...inBase }
+      else if (cached?.key === key) r = { ...cached.rollup }
       else if (latest0 === undefined || start > latest0.measured_at) r = emptyRollup()
       else return undefined
       planned.set(key, r)
       return r
     }
     const load = async (planned: Map<string, Rollup>, sub: Sub<Rollup>, key: string): Promise<Rollup> => {
-      const v = await sub.get(key)
+      const v = await read(async () => await sub.get(key))
       const r = isRollup(v) ? { ...v } : emptyRollup()
       planned.set(key, r)
       return r
@@ -131,29 +209,30 @@ export class Readings {
     const credit = async (profileId: string, latest0: LatestRecord | undefined, t: number, f: (r: Rollup) => void): Promise<void> => {
       const m = minuteOf(t)
       const mk = readingKey(profileId, m)
-      f(known(minuteRollups, this.rollupCache, mk, m, profileId, latest0) ?? await load(minuteRollups, this.minutes, mk))
+      f(known(plan.minutes, p => p.minutes, this.rollupCache, mk, m, profileId, latest0) ?? await load(plan.minutes, this.minutes, mk))
       const h = hourOf(t)
       const hk = m === h ? mk : readingKey(profileId, h)
-      f(known(hourRollups, this.hourCache, hk, h, profileId, latest0) ?? await load(hourRollups, this.hours, hk))
+      f(known(plan.hours, p => p.hours, this.hourCache, hk, h, profileId, latest0) ?? await load(plan.hours, this.hours, hk))
     }
 
     for (const [profileId, list] of byProfile) {
       // Ascending order (stable: the first of equal timestamps wins), so every
       // reading inserted earlier in this group is before the current one.
       list.sort((a, b) => a.measured_at - b.measured_at)
-      const cachedLatest = this.latestCache.get(profileId)
-      const latest0 = cachedLatest === undefined ? await this.latest(profileId) : cachedLatest ?? undefined
+      const cachedLatest = GroupPlan.find(base, p => p.latest, profileId) ?? this.latestCache.get(profileId)
+      const latest0 = cachedLatest === undefined ? await read(async () => await this.latest(profileId)) : cachedLatest ?? undefined
       let latest = latest0
       let lastInserted: Point | undefined
       for (const r of list) {
         const t = r.measured_at
-        if (lastInserted !== undefined && lastInserted.t === t) { duplicates.push(r); continue }
+        if (lastInserted !== undefined && lastInserted.t === t) { plan.duplicates.push(r); continue }
         let pred: Point | undefined
         let succ: Point | undefined
         if (latest === undefined || t > latest.measured_at) {
           pred = latest === undefined ? undefined : { t: latest.measured_at, hr: latest.heart_rate }
         } else {
-          if (t === latest.measured_at || await this.raw.get(readingKey(profileId, t)) !== undefined) { duplicates.push(r); continue }
+          if (t === latest.measured_at) { plan.duplicates.push(r); continue }
+          if (await read(async () => await this.raw.get(readingKey(profileId, t))) !== undefined) { plan.duplicates.push(r); continue }
           const before = await this.before(profileId, t)
           pred = before === undefined ? undefined : { t: before.measured_at, hr: before.heart_rate }
           if (lastInserted !== undefined && (pred === undefined || lastInserted.t > pred.t)) pred = lastInserted
@@ -168,32 +247,27 @@ export class Readings {
           const after = streamCredit(s.t - t, gap)
           if (before !== after) await credit(profileId, latest0, s.t, x => { changeCredit(x, s.t, s.hr, before, after) })
         }
-        ops.push({ type: 'put', sublevel: this.raw, key: readingKey(profileId, t), value: encodeRaw(r) })
+        plan.raw.push({ type: 'put', sublevel: this.raw, key: readingKey(profileId, t), value: encodeRaw(r) })
         if (latest === undefined || t > latest.measured_at) {
           latest = { measured_at: t, heart_rate: r.heart_rate, source: r.source, ...(r.device_id === undefined ? {} : { device_id: r.device_id }) }
-          latestNext.set(profileId, latest)
+          plan.latest.set(profileId, latest)
         }
         lastInserted = { t, hr: r.heart_rate }
-        stored.push(r)
+        plan.stored.push(r)
       }
     }
-    for (const [key, value] of minuteRollups) ops.push({ type: 'put', sublevel: this.minutes, key, value })
-    for (const [key, value] of hourRollups) ops.push({ type: 'put', sublevel: this.hours, key, value })
-    for (const [profileId, value] of latestNext) ops.push({ type: 'put', sublevel: this.latestSub, key: profileId, value })
-    return {
-      ops,
-      stored,
-      duplicates,
-      commit: () => {
-        for (const [profileId, value] of latestNext) bounded(this.latestCache, profileId, value, this.maxCached)
-        for (const [planned, cache] of [[minuteRollups, this.rollupCache], [hourRollups, this.hourCache]] as const) {
-          for (const [key, rollup] of planned) {
-            const split = splitKey(key)
-            if (split === undefined) continue
-            const cached = cache.get(split.profile_id)
-            if (cached === undefined || cached.key <= key) bounded(cache, split.profile_id, { key, rollup }, this.maxCached)
-          }
-        }
+    return plan
+  }
+
+  /** The caches after a plan's batch was written (Plan.commit). */
+  applyPlan (plan: GroupPlan): void {
+    for (const [profileId, value] of plan.latest) bounded(this.latestCache, profileId, value, this.maxCached)
+    for (const [planned, cache] of [[plan.minutes, this.rollupCache], [plan.hours, this.hourCache]] as const) {
+      for (const [key, rollup] of planned) {
+        const split = splitKey(key)
+        if (split === undefined) continue
+        const cached = cache.get(split.profile_id)
+        if (cached === undefined || cached.key <= key) bounded(cache, split.profile_id, { key, rollup }, this.maxCached)
       }
     }
   }

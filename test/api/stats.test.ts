@@ -53,13 +53,19 @@ const step = fc.oneof(
   { weight: 1, arbitrary: fc.constant(0) } // a duplicate timestamp
 )
 
-/** Submits the items in chunks (a chunk concurrently: one group) and returns the unique series (first stored wins). */
-async function ingest (pipeline: Pipeline, profile: string, items: Array<{ t: number, hr: number }>, chunkSizes: number[], seed: number): Promise<Array<{ t: number, hr: number }>> {
+/**
+ * Submits the items in chunks (a chunk concurrently: one group) and returns the
+ * unique series (first submitted wins). With `overlap`, a chunk is submitted
+ * one event-loop turn after the previous one instead of after its writes, so
+ * it arrives while that batch is being written (planned on top of it).
+ */
+async function ingest (pipeline: Pipeline, profile: string, items: Array<{ t: number, hr: number }>, chunkSizes: number[], seed: number, overlap = false, shuffle = true): Promise<Array<{ t: number, hr: number }>> {
   // Shuffle deterministically (out-of-order arrival).
   let x = seed >>> 0
-  for (let i = items.length - 1; i > 0; i--) { x = (x * 1103515245 + 12345) >>> 0; const j = x % (i + 1); [items[i], items[j]] = [items[j]!, items[i]!] }
+  for (let i = shuffle ? items.length - 1 : 0; i > 0; i--) { x = (x * 1103515245 + 12345) >>> 0; const j = x % (i + 1); [items[i], items[j]] = [items[j]!, items[i]!] }
   // Submit in chunks: a chunk is submitted concurrently (one group), chunks one after another.
   const firstSeen = new Map<number, { hr: number, chunk: number }>()
+  const overlapping: Array<Promise<unknown>> = []
   let i = 0
   let chunk = 0
   while (i < items.length) {
@@ -70,10 +76,15 @@ async function ingest (pipeline: Pipeline, profile: string, items: Array<{ t: nu
       if (seen === undefined) firstSeen.set(r.t, { hr: r.hr, chunk })
       else if (seen.chunk === chunk) r.hr = seen.hr // same group: same value, so "first" is unambiguous
     }
-    await Promise.all(part.map(async r => await pipeline.submit({ profile_id: profile, measured_at: r.t, heart_rate: r.hr, source: 'sim' })))
+    const submitted = Promise.all(part.map(async r => await pipeline.submit({ profile_id: profile, measured_at: r.t, heart_rate: r.hr, source: 'sim' })))
+    if (overlap) {
+      overlapping.push(submitted)
+      await new Promise(resolve => setImmediate(resolve))
+    } else await submitted
     i += size
     chunk++
   }
+  await Promise.all(overlapping)
   return [...firstSeen].map(([tt, v]) => ({ t: tt, hr: v.hr }))
 }
 
@@ -143,17 +154,18 @@ t.test('statistics over several days (hour rollups) equal the brute-force defini
   await fc.assert(fc.asyncProperty(
     fc.integer({ min: 0, max: 6 * HOUR }),
     fc.integer({ min: -5000, max: 5000 }),
-    fc.array(fc.record({ step: longStep, hr: fc.integer({ min: 1, max: 230 }) }), { minLength: 1, maxLength: 150 }),
+    fc.array(fc.record({ step: longStep, hr: fc.integer({ min: 1, max: 230 }) }), { minLength: 1, maxLength: 300, size: 'large' }),
     fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 6 }),
     fc.integer(),
     fc.array(fc.tuple(fc.integer({ min: -2 * HOUR, max: 5 * 24 * HOUR }), fc.integer({ min: 0, max: 6 * 24 * HOUR }), fc.boolean()), { minLength: 1, maxLength: 8 }),
-    async (startBack, skew, steps, chunkSizes, seed, ranges) => {
+    fc.constantFrom('sequential', 'overlapping', 'overlapping in order'),
+    async (startBack, skew, steps, chunkSizes, seed, ranges, arrival) => {
       const profile = `d${run++}`
       // Start a few seconds around an hour boundary, 4 to 4.25 days back.
       const start = Math.floor((NOW - 4 * 24 * HOUR - startBack) / HOUR) * HOUR + skew
       let tNow = start
       const items = steps.map(x => { tNow += x.step; return { t: Math.min(tNow, NOW), hr: x.hr } })
-      const series = await ingest(pipeline, profile, items, chunkSizes, seed)
+      const series = await ingest(pipeline, profile, items, chunkSizes, seed, arrival !== 'sequential', arrival !== 'overlapping in order')
       // Ranges start anywhere or exactly on an hour (then also end on one).
       const rs = ranges.map(([off, len, aligned]) => aligned
         ? [Math.floor((start + off) / HOUR) * HOUR, Math.floor(len / HOUR) * HOUR - 1] as [number, number]
@@ -163,6 +175,7 @@ t.test('statistics over several days (hour rollups) equal the brute-force defini
     }
   ), { numRuns: 60, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) })
   t.pass('60 random multi-day series agree')
+  t.ok(pipeline.counters.batches < pipeline.counters.received, `${pipeline.counters.received} readings in ${pipeline.counters.batches} batches`)
 })
 
 t.test('zeros when there is no data', async t => {
