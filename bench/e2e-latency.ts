@@ -13,7 +13,7 @@ import { openViewers, viewersFor } from './lib/viewers.ts'
 import type { PublishReport } from './workers/mqtt-devices.ts'
 import type { Receipts } from './workers/ws-viewers.ts'
 
-const sizes = (quick: boolean): number[] => quick ? [50] : [200, 2000]
+const sizes = (quick: boolean): number[] => quick ? [25] : [200, 2000]
 
 async function measure (devices: Worker, receivers: Worker, rate: number, windowMs: number): Promise<{ report: PublishReport, delivery: Delivery }> {
   // Warm-up (JIT, connection buffers), not recorded: a quarter of the window, at most a second.

@@ -14,7 +14,7 @@ import { compiledEntry } from './lib/build.ts'
 import type { LoadStats } from '../device-sim/load.ts'
 
 const MB = 1024 * 1024
-const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 50, viewers: 25 } : { devices: 2000, viewers: 500 }
+const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 25, viewers: 25 } : { devices: 2000, viewers: 500 }
 
 async function diskPerReading (quick: boolean, f: Fleet): Promise<{ perReading: number, readings: number, before: number, after: number }> {
   // The fleet's first user on a fresh copy of its accounts; the accounts are in `before` and cancel out.

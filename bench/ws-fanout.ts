@@ -84,7 +84,7 @@ async function reference (c: Case, windowMs: number): Promise<Delivery> {
 export const wsFanout: Scenario = {
   name: 'ws-fanout',
   reference: 'a bare `ws` server forwarding the same payloads from a publisher socket to the same viewers',
-  fleetSize: () => 10,
+  fleetSize: quick => Math.max(...cases(quick).map(c => c.users)),
   async run (ctx: Context): Promise<Outcome> {
     const windowMs = ctx.quick ? 2000 : 20_000
     const figures: Figure[] = []

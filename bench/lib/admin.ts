@@ -24,14 +24,22 @@ export async function pool<T, R> (items: readonly T[], limit: number, fn: (item:
 
 export const READ_SCOPES = 'data:heart_rate:read data:heart_rate:write data:statistics:read'
 
+/**
+ * Requests in flight while provisioning: each user costs the server one scrypt on its libuv pool (4 threads),
+ * so 8 keeps the pool busy while the other requests' HTTP and store work runs.
+ */
+const IN_FLIGHT = 8
+
+async function createUser (server: BenchServer, username: string): Promise<BenchUser> {
+  const u = await server.admin<{ profile_id: string }>('POST', '/admin/users', { username, password: 'bench-password-1' })
+  const t = await server.admin<{ access_token: string }>('POST', '/admin/tokens', { username, scope: READ_SCOPES })
+  return { username, profile_id: u.profile_id, token: t.access_token }
+}
+
 /** Users `${prefix}${i}` with one token each (read, write, statistics). */
 export async function createUsers (server: BenchServer, count: number, prefix = 'u'): Promise<BenchUser[]> {
   const names = Array.from({ length: count }, (_, i) => `${prefix}${i}`)
-  return await pool(names, 4, async username => {
-    const u = await server.admin<{ profile_id: string }>('POST', '/admin/users', { username, password: 'bench-password-1' })
-    const t = await server.admin<{ access_token: string }>('POST', '/admin/tokens', { username, scope: READ_SCOPES })
-    return { username, profile_id: u.profile_id, token: t.access_token }
-  })
+  return await pool(names, IN_FLIGHT, async username => await createUser(server, username))
 }
 
 interface AdminRequest { method: string, path: string, body?: unknown }
@@ -69,7 +77,10 @@ export async function addDevice (server: BenchServer, deviceId: string, username
 
 /** N users, each with one MQTT device `${prefix}dev${i}`. */
 export async function createFleet (server: BenchServer, count: number, prefix = 'u'): Promise<{ users: BenchUser[], devices: BenchDevice[] }> {
-  const users = await createUsers(server, count, prefix)
-  const devices = await pool(users, 4, async (u, i) => await addDevice(server, `${prefix}dev${i}`, u.username))
-  return { users, devices }
+  await deviceAddRequest() // the CLI's command table, loaded once before the lanes start
+  const made = await pool(Array.from({ length: count }, (_, i) => i), IN_FLIGHT, async i => {
+    const user = await createUser(server, `${prefix}${i}`)
+    return { user, device: await addDevice(server, `${prefix}dev${i}`, user.username) }
+  })
+  return { users: made.map(m => m.user), devices: made.map(m => m.device) }
 }
