@@ -80,7 +80,7 @@ export const footprint: Scenario = {
     return {
       figures: [
         figure(`RSS, ${nd} devices at 1 Hz + ${nv} WebSocket viewers (steady)`, steady / MB, 'MB', { name: 'idle', value: idle / MB }, { text: 'RSS <= 150 MB', met: steady <= 150 * MB }),
-        figure('RSS peak (while the devices connect: one scrypt each)', peak / MB, 'MB', { name: 'idle', value: idle / MB }),
+        figure('RSS peak (while the devices connect)', peak / MB, 'MB', { name: 'idle', value: idle / MB }),
         figure('disk bytes per stored reading after compaction', disk.perReading, 'bytes', undefined, { text: '<= 24 bytes', met: disk.perReading <= 24 }),
         figure('devices connected', stats.connected, 'devices', undefined, { text: `all ${nd}`, met: stats.connected === nd })
       ],
@@ -88,7 +88,7 @@ export const footprint: Scenario = {
       notes: [
         `load generator (device-sim/load.ts): ${stats.sent} sent, ${stats.acked} acknowledged, ${stats.failed} failed, ${stats.in_flight} in flight, ${stats.skipped} skipped, ${stats.connect_failed} connections refused`,
         `disk: ${disk.readings} readings of one user at 1 Hz through the batch path; ${disk.before} bytes compacted before, ${disk.after} after (readings, per-minute rollups and latest included)`,
-        compiled === undefined ? 'the server runs its TypeScript through tsx (--quick: no build), which adds the loader and compiler to the RSS' : 'the server runs the compiled build (tsc -p tsconfig.build.json), as in production'
+        compiled === undefined ? 'the server runs its TypeScript through tsx (--quick: no build), which adds the loader and compiler to the RSS' : 'the server runs the compiled build (scripts/build.mjs, as `npm run build`), as in production'
       ]
     }
   }
