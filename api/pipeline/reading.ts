@@ -52,3 +52,14 @@ export interface StoredReading {
   energy_expended_kj?: number
   sensor_contact?: boolean
 }
+
+/** A device a source can see, paired or not (for the operator's pairing list). */
+export interface DeviceSighting {
+  device_id: string
+  source: ReadingSource
+  name?: string
+  rssi?: number
+  battery_percent?: number
+  connected: boolean
+  seen_at: number
+}

@@ -9,7 +9,7 @@ import { digest, newSecret } from './secrets.ts'
 
 /** Compared against when the username is unknown, so the answer takes the same time. */
 const UNKNOWN_DEVICE = Buffer.alloc(32)
-import type { ReadingSource } from '../pipeline/reading.ts'
+import type { DeviceSighting, ReadingSource } from '../pipeline/reading.ts'
 
 export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'any'
 export const DEVICE_KINDS: readonly DeviceKind[] = ['ble', 'serial', 'mqtt', 'any']
@@ -31,26 +31,12 @@ export interface NewDevice { device_id: string, profile_id: string, kind?: Devic
 export interface AddedDevice { device: DeviceRecord, mqtt_password: string | null }
 
 /** Live state of a device the relay has seen (paired or not); kept in memory only. */
-export interface DeviceState {
-  device_id: string
-  source: ReadingSource
-  name?: string
-  rssi?: number
-  battery_percent?: number
-  connected: boolean
-  seen_at: number
+export interface DeviceState extends Sighting {
   last_reading?: { heart_rate: number, measured_at: number }
 }
 
-export interface Sighting {
-  device_id: string
-  source: ReadingSource
-  name?: string
-  rssi?: number
-  battery_percent?: number
-  connected: boolean
-  seen_at: number
-}
+/** A source saw a device (the type every source reports). */
+export type Sighting = DeviceSighting
 
 export class DeviceExistsError extends Error {
   constructor (id: string) { super(`device ${id} is already paired`); this.name = 'DeviceExistsError' }

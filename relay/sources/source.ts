@@ -1,7 +1,9 @@
 // The one small interface every input implements (BLE, serial, MQTT, HTTP
 // write, simulator). Modelled on serialport's BindingInterface: promise-based,
 // lifecycle owned by start(signal)/stop(), constructors do no I/O.
-import type { Reading, IngestResult } from '../../api/pipeline/reading.ts'
+import type { DeviceSighting, Reading, IngestResult } from '../../api/pipeline/reading.ts'
+
+export type { DeviceSighting }
 
 export type SourceState = 'starting' | 'running' | 'degraded' | 'unavailable' | 'stopped'
 
@@ -11,17 +13,6 @@ export interface SourceStatus {
   detail?: string
   /** Devices currently connected through this source. */
   connected?: number
-}
-
-/** A device the source can see, paired or not (for the operator's pairing list). */
-export interface DeviceSighting {
-  device_id: string
-  source: Reading['source']
-  name?: string
-  rssi?: number
-  battery_percent?: number
-  connected: boolean
-  seen_at: number
 }
 
 /** What a source reports to. The composition root wires it to the pipeline. */

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { eventually } from '../helpers/wait.ts'
 
 const BIN = new URL('../../bin/hr-relay.js', import.meta.url).pathname
 
@@ -60,18 +61,8 @@ async function childrenOf (pid: number): Promise<Array<[number, string]>> {
   return out
 }
 
-async function poll<T> (what: string, fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 250))
-  }
-}
-
 async function latest (url: string, token: string, after = 0): Promise<{ status: number, body: any }> {
-  return await poll(`a reading after ${after}`, async () => {
+  return await eventually(`a reading after ${after}`, async () => {
     const res = await fetch(`${url}/api/v1/data/heart_rate/latest`, { headers: { authorization: `Bearer ${token}` } })
     const body = await res.json() as any
     return res.status === 200 && body.measured_at > after ? { status: res.status, body } : undefined
@@ -130,14 +121,14 @@ t.test('npm start: readings arrive over BLE, serial and MQTT, and a restart reus
   }
 
   // Each device is paired with its kind, and its readings came through that source.
-  const devices = await poll('a reading from every device', async () => {
+  const devices = await eventually('a reading from every device', async () => {
     const list = (await admin(b1.url, dataDir, 'GET', '/admin/devices')).devices as any[]
     return list.length === 8 && list.every(d => d.state?.last_reading !== undefined) ? list : undefined
   })
   t.same(devices.map(d => [d.username, d.kind, d.device_id]).sort(), EXPECTED.map(([u, k, id]) => [u, k, id]).sort(), 'eight pairings, each with its kind')
   t.same(devices.map(d => [d.device_id, d.state.source]).sort(), EXPECTED.map(([, k, id]) => [id, k]).sort(), 'each reading arrived through its own source')
 
-  const sources = await poll('ble running with 4 straps connected', async () => {
+  const sources = await eventually('ble running with 4 straps connected', async () => {
     const s = await health(b1.url)
     return s.find(x => x.id === 'ble')?.state === 'running' && s.find(x => x.id === 'ble')?.connected === 4 ? s : undefined
   })

@@ -26,17 +26,10 @@ import { MixedTransport } from '../../device-sim/transports/mixed.ts'
 import { SerialTransport } from '../../device-sim/transports/serial.ts'
 import type { FaultOutcome, SimDevice, SimReading, SimTransport } from '../../device-sim/transports/transport.ts'
 import { startTestService } from '../helpers/service.ts'
+import { until } from '../helpers/wait.ts'
 
 const SEED = 41
 const WAIT_MS = 30_000
-
-async function until (what: string, check: () => boolean | Promise<boolean>, ms = WAIT_MS): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 25))
-  }
-}
 
 const pause = async (ms: number): Promise<void> => { await new Promise(resolve => setTimeout(resolve, ms)) }
 

@@ -12,16 +12,9 @@ import { BluezEmulator } from '../../device-sim/ble/bluez-emulator.ts'
 import { openPtyPair } from '../../device-sim/serial/pty.ts'
 import { SerialDeviceSim } from '../../device-sim/serial/device.ts'
 import { startTestService } from '../helpers/service.ts'
+import { until } from '../helpers/wait.ts'
 
 const STRAPS = ['C0:FF:EE:00:00:01', 'C0:FF:EE:00:00:02', 'C0:FF:EE:00:00:03']
-
-async function until (what: string, check: () => boolean | Promise<boolean>, ms = 45_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(r => setTimeout(r, 50))
-  }
-}
 
 t.test('BLE straps and serial sensors end to end, through a strap drop and an unplug', async t => {
   const bus = await startPrivateBus()

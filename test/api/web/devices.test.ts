@@ -8,18 +8,9 @@ import { BluezEmulator } from '../../../device-sim/ble/bluez-emulator.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { join } from 'node:path'
 import { ARTIFACTS, launch, newPage, text, unlabelled } from '../../helpers/browser.ts'
+import { eventually } from '../../helpers/wait.ts'
 
 const ADDRESS = 'C0:FF:EE:00:00:01'
-
-async function eventually<T> (what: string, fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 250))
-  }
-}
 
 t.test('operator pairs an unpaired strap and its readings arrive under the member', async t => {
   const bus = await startPrivateBus()
