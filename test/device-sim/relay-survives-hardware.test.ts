@@ -14,9 +14,8 @@
 import t from 'tap'
 import WebSocket from 'ws'
 import { rrMsToUnits, rrUnitsToMs } from '../../firmware-protocol/ble.ts'
-import { BluezEmulator } from '../../device-sim/ble/bluez-emulator.ts'
 import type { EmulatedStrap } from '../../device-sim/ble/device.ts'
-import { startPrivateBus } from '../../device-sim/ble/private-bus.ts'
+import { startEmulatedBluez } from '../helpers/bluez.ts'
 import { parseFaultFlag, type InstantFaultKind, type LinkFaultKind } from '../../device-sim/faults.ts'
 import { Simulation, type SimEvent } from '../../device-sim/runner.ts'
 import { loadScenario } from '../../device-sim/scenario.ts'
@@ -105,13 +104,8 @@ t.test('BLE straps and serial sensors through drops, unplugs, contact loss, garb
     if (failed.length > 0) throw failed[0]
   })
 
-  const bus = await startPrivateBus()
-  cleanup.push(() => bus.stop())
-  const previousBus = process.env.DBUS_SYSTEM_BUS_ADDRESS
-  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address
-  cleanup.push(() => { if (previousBus === undefined) delete process.env.DBUS_SYSTEM_BUS_ADDRESS; else process.env.DBUS_SYSTEM_BUS_ADDRESS = previousBus })
-  const emulator = await BluezEmulator.start({ busAddress: bus.address })
-  cleanup.push(() => emulator.stop())
+  const bluez = await startEmulatedBluez()
+  cleanup.push(() => bluez.stop())
   const framedPair: PtyPair = await openPtyPair()
   cleanup.push(() => framedPair.close())
   const textPair: PtyPair = await openPtyPair()
@@ -144,7 +138,7 @@ t.test('BLE straps and serial sensors through drops, unplugs, contact loss, garb
   }
 
   const devices: SimDevice[] = members.map((m, index) => ({ index, device_id: m.device_id, label: m.label }))
-  const ble = new BleTransport({ emulator: { bluez: emulator, busAddress: bus.address } })
+  const ble = new BleTransport({ emulator: { bluez: bluez.emulator, busAddress: bluez.bus.address } })
   const inner = new MixedTransport([
     { transport: ble, devices: devices.slice(0, 2) },
     { transport: new SerialTransport({ format: 'framed', firmwareVersion: 'sim-2.0', pairs: [framedPair] }), devices: devices.slice(2, 3) },

@@ -7,8 +7,7 @@
 import t from 'tap'
 import WebSocket from 'ws'
 import mqtt from 'mqtt'
-import { startPrivateBus } from '../../device-sim/ble/private-bus.ts'
-import { BluezEmulator } from '../../device-sim/ble/bluez-emulator.ts'
+import { startEmulatedBluez } from '../helpers/bluez.ts'
 import { openPtyPair } from '../../device-sim/serial/pty.ts'
 import { SerialDeviceSim } from '../../device-sim/serial/device.ts'
 import { startTestService } from '../helpers/service.ts'
@@ -17,14 +16,9 @@ import { until } from '../helpers/wait.ts'
 const STRAPS = ['C0:FF:EE:00:00:01', 'C0:FF:EE:00:00:02', 'C0:FF:EE:00:00:03']
 
 t.test('BLE straps and serial sensors end to end, through a strap drop and an unplug', async t => {
-  const bus = await startPrivateBus()
-  t.teardown(() => bus.stop())
-  const previousBus = process.env.DBUS_SYSTEM_BUS_ADDRESS
-  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address
-  t.teardown(() => { if (previousBus === undefined) delete process.env.DBUS_SYSTEM_BUS_ADDRESS; else process.env.DBUS_SYSTEM_BUS_ADDRESS = previousBus })
-  const emulator = await BluezEmulator.start({ busAddress: bus.address })
-  t.teardown(() => emulator.stop())
-  const straps = STRAPS.map((address, i) => emulator.addStrap({ address, name: `Strap ${i + 1}`, battery: 90 - i }))
+  const ble = await startEmulatedBluez()
+  t.teardown(() => ble.stop())
+  const straps = STRAPS.map((address, i) => ble.emulator.addStrap({ address, name: `Strap ${i + 1}`, battery: 90 - i }))
 
   const ptyFramed = await openPtyPair()
   const ptyText = await openPtyPair()

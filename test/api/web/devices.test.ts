@@ -3,8 +3,7 @@
 // is the BlueZ emulator on a private dbus-daemon; the relay's BLE source talks
 // to it through node-ble (only the radio is fake).
 import t from 'tap'
-import { startPrivateBus } from '../../../device-sim/ble/private-bus.ts'
-import { BluezEmulator } from '../../../device-sim/ble/bluez-emulator.ts'
+import { startEmulatedBluez } from '../../helpers/bluez.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { join } from 'node:path'
 import { ARTIFACTS, launch, newPage, text, unlabelled } from '../../helpers/browser.ts'
@@ -13,19 +12,13 @@ import { eventually } from '../../helpers/wait.ts'
 const ADDRESS = 'C0:FF:EE:00:00:01'
 
 t.test('operator pairs an unpaired strap and its readings arrive under the member', async t => {
-  const bus = await startPrivateBus()
-  const emulator = await BluezEmulator.start({ busAddress: bus.address })
-  const previousBus = process.env.DBUS_SYSTEM_BUS_ADDRESS
-  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address
-  const strap = emulator.addStrap({ address: ADDRESS, name: 'Polar H10 0001', battery: 77, rssi: -58 })
+  const ble = await startEmulatedBluez()
+  const strap = ble.emulator.addStrap({ address: ADDRESS, name: 'Polar H10 0001', battery: 77, rssi: -58 })
   const svc = await startTestService(t, { ble: { enabled: true, rescan_interval_ms: 200, backoff_initial_ms: 50, backoff_max_ms: 400 } })
   // The service (and its BLE source) stops before the emulator and the bus go (svc.stop() is idempotent).
   t.teardown(async () => {
     await svc.stop()
-    await emulator.stop()
-    await bus.stop()
-    if (previousBus === undefined) delete process.env.DBUS_SYSTEM_BUS_ADDRESS
-    else process.env.DBUS_SYSTEM_BUS_ADDRESS = previousBus
+    await ble.stop()
   })
   const rider = await svc.user('rider')
   await svc.user('other')
