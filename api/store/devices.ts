@@ -180,16 +180,19 @@ export class Devices {
   /** A device sent a reading (stored or not): remembered as its last reading. */
   readingSeen (deviceId: string, source: ReadingSource, reading: { heart_rate: number, measured_at: number, battery_percent?: number }, now = Date.now()): void {
     const id = normalizeDeviceId(deviceId)
-    const prev = this.live.get(id)
-    this.sighting({
-      device_id: id,
-      source,
-      connected: prev?.connected ?? true,
-      seen_at: now,
-      ...(reading.battery_percent === undefined ? {} : { battery_percent: reading.battery_percent })
-    })
     const state = this.live.get(id)
-    if (state !== undefined) state.last_reading = { heart_rate: reading.heart_rate, measured_at: reading.measured_at }
+    if (state === undefined) {
+      this.sighting({ device_id: id, source, connected: true, seen_at: now, ...(reading.battery_percent === undefined ? {} : { battery_percent: reading.battery_percent }) })
+    } else {
+      // Runs for every stored reading: update in place (no new object), and move it to the newest end.
+      this.live.delete(id)
+      this.live.set(id, state)
+      state.source = source
+      state.seen_at = now
+      if (reading.battery_percent !== undefined) state.battery_percent = reading.battery_percent
+    }
+    const current = this.live.get(id)
+    if (current !== undefined) current.last_reading = { heart_rate: reading.heart_rate, measured_at: reading.measured_at }
   }
 
   stateOf (deviceId: string): DeviceState | undefined {
