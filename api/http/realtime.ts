@@ -9,7 +9,7 @@ import type { WebSocket } from 'ws'
 import { ApiError } from '../errors.ts'
 import { guard, responseMode, type ResponseMode } from './data-auth.ts'
 import { profileOf } from './auth.ts'
-import { openStream } from './stream-socket.ts'
+import { bindToToken, openStream } from './stream-socket.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
 
 export function readingMessage (r: StoredReading, mode: ResponseMode): string {
@@ -42,7 +42,10 @@ export async function realtimePlugin (app: FastifyInstance): Promise<void> {
     },
     schema: { querystring: modeQuery }
   }, (socket, request) => {
-    streamProfile(app, socket, profileOf(request), responseMode(request))
+    const stream = streamProfile(app, socket, profileOf(request), responseMode(request))
+    const auth = request.auth
+    if (auth === undefined) { stream.close(1008, 'token revoked'); return }
+    bindToToken(stream, app.hr.tokens, auth.digest, auth.record.expires_at)
   })
 
   // The public overlay stream of a widget (the web pages use it). Unknown or deleted widget: 404 JSON.
@@ -56,9 +59,18 @@ export async function realtimePlugin (app: FastifyInstance): Promise<void> {
     schema: { querystring: modeQuery, params: { type: 'object', properties: { widget_id: { type: 'string', maxLength: 100 } } } }
   }, async (socket, request) => {
     const { widget_id: id } = request.params as { widget_id: string }
-    const widget = await app.hr.widgets.get(id)
-    if (widget === undefined) { socket.close(1008, 'widget deleted'); return }
-    const stream = streamProfile(app, socket, widget.profile_id, responseMode(request))
-    stream.onClose(app.hr.widgets.onDeleted(deleted => { if (deleted === id) stream.close(1008, 'widget deleted') }))
+    // Listen for the deletion before reading the widget, so one that lands in between is not missed.
+    let stream: ReturnType<typeof openStream> | undefined
+    let deleted = false
+    const unlisten = app.hr.widgets.onDeleted(d => {
+      if (d !== id) return
+      deleted = true
+      stream?.close(1008, 'widget deleted')
+    })
+    let widget
+    try { widget = await app.hr.widgets.get(id) } catch (err) { unlisten(); throw err }
+    if (widget === undefined || deleted) { unlisten(); socket.close(1008, 'widget deleted'); return }
+    stream = streamProfile(app, socket, widget.profile_id, responseMode(request))
+    stream.onClose(unlisten)
   })
 }

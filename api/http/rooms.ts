@@ -13,7 +13,7 @@ import type { WebSocket } from 'ws'
 import { ApiError } from '../errors.ts'
 import { guard } from './data-auth.ts'
 import { profileOf } from './auth.ts'
-import { openStream } from './stream-socket.ts'
+import { bindToToken, openStream, type Stream } from './stream-socket.ts'
 import { ROOM_KINDS, type RoomKind } from '../hub.ts'
 
 export function parseKinds (value: unknown): Set<RoomKind> {
@@ -31,7 +31,7 @@ export function parseKinds (value: unknown): Set<RoomKind> {
 export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string }
 
 /** Streams a room's messages of the selected kinds until the socket closes or access ends. */
-export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): void {
+export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): Stream {
   const rooms = app.hr.rooms
   const allowed = (): boolean => viewer.kind === 'member' ? rooms.isMember(roomId, viewer.profileId) : rooms.displayAllowed(roomId, viewer.displayId)
   const cfg = app.hr.config.streams ?? {}
@@ -53,6 +53,9 @@ export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: stri
   }))
   // A rotated display capability (or a removal) closes the stream at once.
   stream.onClose(rooms.onChange(changed => { if (changed === roomId && !allowed()) stream.close(1008, 'no longer allowed in this room') }))
+  // A change that landed between the handshake's check and the subscriptions above.
+  if (!allowed()) stream.close(1008, 'no longer allowed in this room')
+  return stream
 }
 
 /** The room id of the path; 404 JSON when there is no such room. */
@@ -78,7 +81,10 @@ export async function roomsPlugin (app: FastifyInstance): Promise<void> {
     },
     schema: { params, querystring }
   }, (socket, request) => {
-    serveRoom(app, socket, roomIdOf(request), parseKinds((request.query as Record<string, unknown>).kinds), { kind: 'member', profileId: profileOf(request) })
+    const stream = serveRoom(app, socket, roomIdOf(request), parseKinds((request.query as Record<string, unknown>).kinds), { kind: 'member', profileId: profileOf(request) })
+    const auth = request.auth
+    if (auth === undefined) { stream.close(1008, 'token revoked'); return }
+    bindToToken(stream, app.hr.tokens, auth.digest, auth.record.expires_at)
   })
 
   app.get('/rooms/:room_id/stream', {

@@ -9,9 +9,13 @@
 //   memory per client stays bounded.
 // - `check` (optional) runs on every ping tick; false closes with 1008
 //   (a revoked widget or display capability, a removed member).
+// - bindToToken: a stream opened with an access token closes with 1008 when
+//   that token is revoked (an event of the token store) or expires (a timer).
 import type { WebSocket } from 'ws'
 import type { Logger } from 'pino'
 import type { StreamCounters } from '../hub.ts'
+import type { Tokens } from '../store/tokens.ts'
+import { watchAccessToken } from '../store/token-watch.ts'
 
 export const DEFAULT_PING_MS = 30_000
 export const DEFAULT_MAX_BUFFERED = 256 * 1024
@@ -100,4 +104,11 @@ export function openStream (socket: WebSocket, options: StreamOptions = {}): Str
       else cleanups.push(fn)
     }
   }
+}
+
+/** Closes the stream with 1008 when the access token it was opened with is revoked or expires. */
+export function bindToToken (stream: Stream, tokens: Tokens, accessDigest: string, expiresAt: number): void {
+  stream.onClose(watchAccessToken(tokens, accessDigest, expiresAt, why => {
+    stream.close(1008, why === 'expired' ? 'token expired' : 'token revoked')
+  }))
 }

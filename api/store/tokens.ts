@@ -2,6 +2,9 @@
 // grant share a family id, so that a replayed refresh token or a reused
 // authorization code revokes everything issued from that grant (RFC 9700
 // 2.2.2 and 4.14), and an index by (user, client) serves "disconnect app".
+// Every deletion of access tokens (revoke, family revocation, disconnect,
+// refresh rotation) goes through deleteAll(), which tells onRevoked listeners
+// the digests once the batch is stored: open streams close on that event.
 import type { BatchOp, Store, Sub } from './db.ts'
 import { digest, newId, newToken } from './secrets.ts'
 
@@ -69,6 +72,7 @@ export class Tokens {
   private readonly byFamily: Sub<string>
   /** `profile!client!family` → '' (for disconnect and the member's list of apps) */
   private readonly grants: Sub<string>
+  private readonly revokedListeners = new Set<(accessDigests: ReadonlySet<string>) => void>()
 
   constructor (private readonly store: Store) {
     this.access = store.sub('tokens_access')
@@ -121,6 +125,12 @@ export class Tokens {
     return { ok: true, token: rec, digest: d }
   }
 
+  /** True while the access token with this digest exists and has not expired (streams re-check at open). */
+  async isLive (accessDigest: string, now = Date.now()): Promise<boolean> {
+    const rec = this.cache.get(accessDigest) ?? await this.access.get(accessDigest)
+    return rec !== undefined && rec.expires_at > now
+  }
+
   /** Writes a batch that deletes tokens, dropping the deleted access tokens from the cache first. */
   private async deleteAll (ops: BatchOp[]): Promise<void> {
     this.deletions++
@@ -130,6 +140,21 @@ export class Tokens {
     } finally {
       this.deletions++
     }
+    const revoked = new Set<string>()
+    for (const op of ops) if (op.type === 'del' && op.sublevel === this.access) revoked.add(op.key)
+    if (revoked.size === 0) return
+    for (const fn of [...this.revokedListeners]) {
+      try { fn(revoked) } catch { /* a listener's fault must not fail the revocation */ }
+    }
+  }
+
+  /**
+   * Called with the digests of access tokens that stopped working (revoked,
+   * rotated, disconnected), after the deletion is stored; returns unsubscribe.
+   */
+  onRevoked (fn: (accessDigests: ReadonlySet<string>) => void): () => void {
+    this.revokedListeners.add(fn)
+    return () => { this.revokedListeners.delete(fn) }
   }
 
   /**

@@ -12,6 +12,12 @@
 //   of its user's devices, exactly: no wildcards, no `$SYS`. It may not
 //   publish.
 // - Anonymous connections are refused (CONNACK 5), wrong credentials get 4.
+// - Client ids (a client id names a session, and a second connection with the
+//   same id takes the first one's place, [MQTT-3.1.4-2]); see clientIdAllowed:
+//   a paired device's id is reserved for that device; a device with valid
+//   credentials is never refused for its client id (it takes the id over from
+//   an app or another device); an app may not take an id held by another
+//   principal (CONNACK 2); every principal takes over its own sessions.
 //
 // Readings: `authorizePublish` decodes the payload and awaits
 // `ingest.submit(reading)` before calling back. aedes runs authorizePublish
@@ -130,14 +136,32 @@ export class BrokerAuth {
       }
       principal = { kind: 'device', device_id: device.device_id, profile_id: device.profile_id }
     }
-    // A client id in use by someone else would take over (and disconnect) their session.
-    const existing = (aedes as unknown as { clients: Record<string, Client | undefined> }).clients[client.id]
-    const holder = existing === undefined || existing === client ? undefined : this.principals.get(existing)
-    if (holder !== undefined && !samePrincipal(holder, principal)) {
-      log.info({ client_id: client.id }, 'MQTT client id in use by another principal refused')
+    const refusal = this.clientIdRefusal(aedes, client, principal)
+    if (refusal !== undefined) {
+      log.info({ client_id: client.id.slice(0, 200), kind: principal.kind }, refusal)
       throw connackError('identifier rejected', 2)
     }
     return principal
+  }
+
+  /**
+   * Why `principal` may not use the client id, or undefined when it may.
+   * 1. A paired device's id (compared as device ids are) is that device's own:
+   *    nobody else may use it as a client id, whether the device is connected or not.
+   * 2. Otherwise a device may use any client id; a connection that holds it (an
+   *    app, another device) is taken over, so no one can keep a device out.
+   * 3. An app may use an id that no other principal holds; the same principal
+   *    (the same device, or an app of the same user) takes over its own session.
+   */
+  private clientIdRefusal (aedes: Aedes, client: Client, principal: Principal): string | undefined {
+    const id = client.id
+    const owner = this.deps.devices.ownerOf(id) === undefined ? undefined : normalizeDeviceId(id)
+    if (owner !== undefined && !(principal.kind === 'device' && principal.device_id === owner)) return 'MQTT client id reserved for another device refused'
+    if (principal.kind === 'device') return undefined
+    const existing = (aedes as unknown as { clients: Record<string, Client | undefined> }).clients[id]
+    const holder = existing === undefined || existing === client ? undefined : this.principals.get(existing)
+    if (holder !== undefined && !samePrincipal(holder, principal)) return 'MQTT client id in use by another principal refused'
+    return undefined
   }
 
   private refuse (reason: string, message: string): MqttRefusal {
@@ -215,7 +239,7 @@ export class BrokerAuth {
     return device !== null && device.kind === 'status' && this.deps.devices.ownerOf(device.device_id) === profileId
   }
 
-  /** Drops an app whose token was revoked or expired; used by the broker's periodic check. */
+  /** False once an app's token was revoked or expired (re-checked on every subscription). */
   async stillValid (client: Client): Promise<boolean> {
     const principal = this.principals.get(client)
     if (principal?.kind !== 'app') return true

@@ -13,6 +13,7 @@ import type { Ingest, IngestResult, Reading, StoredReading } from '../../api/pip
 import type { Devices } from '../../api/store/devices.ts'
 import type { Tokens } from '../../api/store/tokens.ts'
 import type { HealthEntry } from '../../api/services.ts'
+import { watchAccessToken } from '../../api/store/token-watch.ts'
 import { BrokerAuth, type BrokerMetrics } from './auth.ts'
 import { limitStream } from './limits.ts'
 
@@ -42,8 +43,6 @@ export interface BrokerDeps {
   metrics?: BrokerMetricsSink
   /** When given, each stored reading is published on its owner's user topic. */
   readings?: ReadingFeed
-  /** How often app tokens are re-checked for revocation (ms). */
-  revalidateMs?: number
 }
 
 export class MqttBroker {
@@ -54,7 +53,8 @@ export class MqttBroker {
   private readonly conns = new Set<Duplex>()
   private readonly cleanups: Array<() => void> = []
   private readonly deviceClients = new Map<string, Set<Client>>()
-  private appClients = new Set<Client>()
+  /** Connected apps, each with the function that stops watching its token. */
+  private appClients = new Map<Client, () => void>()
   private listenPort: number | null = null
   private state: HealthEntry = { id: 'mqtt', state: 'stopped' }
   private readonly log: Logger
@@ -102,9 +102,6 @@ export class MqttBroker {
       for (const client of this.deviceClients.get(device.device_id) ?? []) client.close()
     }))
     if (this.deps.readings !== undefined) this.cleanups.push(this.deps.readings.subscribeAll(r => { this.publishReading(r) }))
-    const revalidate = setInterval(() => { void this.revalidateApps() }, this.deps.revalidateMs ?? 30_000)
-    revalidate.unref()
-    this.cleanups.push(() => { clearInterval(revalidate) })
 
     const server = createServer(socket => { this.handle(socket) })
     this.server = server
@@ -168,7 +165,11 @@ export class MqttBroker {
       this.publishStatus(principal.device_id, STATUS_ONLINE)
       this.log.info({ device_id: principal.device_id, client_id: client.id }, 'MQTT device connected')
     } else {
-      this.appClients.add(client)
+      // The connection lasts as long as its token: revocation (a token store event) or expiry (a timer) closes it.
+      this.appClients.set(client, watchAccessToken(this.deps.tokens, principal.token_digest, principal.expires_at, why => {
+        this.log.info({ client_id: client.id, why }, 'MQTT app token no longer valid; disconnecting')
+        client.close()
+      }))
       this.log.info({ profile_id: principal.profile_id, client_id: client.id }, 'MQTT app connected')
     }
     this.countClients()
@@ -186,6 +187,7 @@ export class MqttBroker {
         this.log.info({ device_id: principal.device_id }, 'MQTT device disconnected')
       }
     } else {
+      this.appClients.get(client)?.()
       this.appClients.delete(client)
     }
     this.countClients()
@@ -197,16 +199,6 @@ export class MqttBroker {
     this.deps.metrics?.setBrokerClients('device', devices)
     this.deps.metrics?.setBrokerClients('app', this.appClients.size)
     if (this.state.state === 'running') this.state = { ...this.state, connected: devices }
-  }
-
-  private async revalidateApps (): Promise<void> {
-    for (const client of [...this.appClients]) {
-      const ok = await this.auth.stillValid(client).catch(() => true)
-      if (!ok) {
-        this.log.info({ client_id: client.id }, 'MQTT app token no longer valid; disconnecting')
-        client.close()
-      }
-    }
   }
 
   health (): HealthEntry {
@@ -224,7 +216,8 @@ export class MqttBroker {
     this.conns.clear()
     await closed
     this.deviceClients.clear()
-    this.appClients = new Set()
+    for (const stopWatching of this.appClients.values()) stopWatching()
+    this.appClients = new Map()
     this.state = { id: 'mqtt', state: 'stopped' }
   }
 }

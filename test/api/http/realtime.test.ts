@@ -41,7 +41,10 @@ t.test('refuses bad handshakes with the HTTP status and JSON body', async t => {
   await s.user('alice')
   const r = await s.token('alice', 'data:heart_rate:read')
   const w = await s.token('alice', 'data:heart_rate:write')
-  const expired = await s.token('alice', 'data:heart_rate:read', 1)
+  const expiring = await s.token('alice', 'data:heart_rate:read', 2)
+  // Opened while the token is valid; its expiry timer closes it, and we wait on that instead of sleeping.
+  const beforeExpiry = await openWs(wsUrl(s.url, `/api/v1/data/real_time?access_token=${expiring}`))
+  t.teardown(() => { beforeExpiry.ws.terminate() })
   const base = wsUrl(s.url, '/api/v1/data/real_time')
 
   let a = await refused(base)
@@ -63,11 +66,11 @@ t.test('refuses bad handshakes with the HTTP status and JSON body', async t => {
   a = await refused(`${base}?access_token=${r}&response_mode=csv`)
   t.equal(a.status, 422)
   t.same(a.body, { error_code: 6004, error_message: 'error_invalid_response_mode' })
-  await new Promise(resolve => setTimeout(resolve, 1100))
-  a = await refused(`${base}?access_token=${expired}`)
+  t.same(await beforeExpiry.closed, { code: 1008, reason: 'token expired' })
+  a = await refused(`${base}?access_token=${expiring}`)
   t.equal(a.status, 401)
   t.same(a.body, { error_code: 7006, error_message: 'token_expired' })
-  t.equal(s.service.services.hub.streams.opened, 0, 'no stream was opened')
+  t.equal(s.service.services.hub.streams.opened, 1, 'no stream was opened by a refused handshake')
 })
 
 t.test('keep-alive: a client that does not answer pings is terminated', async t => {

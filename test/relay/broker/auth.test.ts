@@ -21,12 +21,53 @@ t.test('CONNACK codes: wrong password 4, unknown device 4, anonymous 5, token wi
   t.equal(await connackCode(h.url, { username: 'any name', password: await h.token(alice) }), 0)
 })
 
-t.test('a client id in use by another principal is refused (CONNACK 2) instead of taking over the session', async t => {
+/** Resolves when the client's connection closes; rejects after a generous bound so a connection that stays open fails its own test. */
+async function closedWithin (client: import('mqtt').MqttClient, ms = 20_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(`the connection stayed open for ${ms} ms`)) }, ms) })
+  try { await Promise.race([closed(client), late]) } finally { clearTimeout(timer) }
+}
+
+t.test('client ids: a paired device\'s id is reserved for it; an app cannot take it, connected or not (CONNACK 2)', async t => {
   const h = await startBroker(t)
   const cred = await h.device('hr-01', alice)
-  const device = await h.connect({ clientId: 'shared-id', username: cred.username, password: cred.password })
-  t.equal(await connackCode(h.url, { clientId: 'shared-id', username: 'app', password: await h.token(bob) }), 2)
+  const other = await h.device('hr-02', bob)
+  const token = await h.token(bob)
+  // The device is offline: its id is still its own.
+  t.equal(await connackCode(h.url, { clientId: 'hr-01', username: 'app', password: token }), 2, 'app tried first: refused')
+  const device = await h.connect({ clientId: 'hr-01', username: cred.username, password: cred.password })
+  t.equal(await connackCode(h.url, { clientId: 'hr-01', username: 'app', password: token }), 2, 'app while the device is connected: refused')
+  t.equal(await connackCode(h.url, { clientId: 'hr-01', username: other.username, password: other.password }), 2, 'another device: refused')
   t.equal(device.connected, true, 'the device keeps its connection')
+})
+
+t.test('client ids: a device with valid credentials connects even when an app holds its client id; the app is the one dropped', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  const app = await h.connect({ clientId: 'bike-3', username: 'app', password: await h.token(bob) })
+  const appGone = closedWithin(app)
+  const device = await h.connect({ clientId: 'bike-3', username: cred.username, password: cred.password })
+  await appGone
+  t.equal(device.connected, true)
+  t.equal(await connackCode(h.url, { clientId: 'bike-3', username: 'app', password: await h.token(bob) }), 2, 'the app cannot take it back')
+  t.equal(device.connected, true, 'the device keeps its connection')
+})
+
+t.test('client ids: a device\'s reconnect takes over its own session; an app of the same user too, another user\'s app is refused', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  const first = await h.connect({ clientId: 'hr-01', username: cred.username, password: cred.password })
+  const firstGone = closedWithin(first)
+  const second = await h.connect({ clientId: 'hr-01', username: cred.username, password: cred.password })
+  await firstGone
+  t.equal(second.connected, true, 'the new connection holds the session [MQTT-3.1.4-2]')
+
+  const app1 = await h.connect({ clientId: 'dashboard', username: 'app', password: await h.token(alice) })
+  t.equal(await connackCode(h.url, { clientId: 'dashboard', username: 'app', password: await h.token(bob) }), 2)
+  const app1Gone = closedWithin(app1)
+  const app2 = await h.connect({ clientId: 'dashboard', username: 'app', password: await h.token(alice) })
+  await app1Gone
+  t.equal(app2.connected, true)
 })
 
 t.test('a device publishing to another device\'s topic is disconnected and nothing is stored', async t => {
@@ -126,15 +167,23 @@ t.test('removing a pairing disconnects the device and its credentials stop worki
   t.equal(await connackCode(h.url, { username: cred.username, password: cred.password }), 4)
 })
 
-t.test('a revoked app token: new subscriptions refused, and the periodic check disconnects the app', async t => {
-  const h = await startBroker(t, {}, { revalidateMs: 200 })
+t.test('an app connection closes when its token is revoked, its grant disconnected, or it expires (events and a timer, no poll)', async t => {
+  const h = await startBroker(t)
   await h.device('hr-01', alice)
   const token = await h.token(alice)
   const app = await h.connect({ username: 'app', password: token })
   t.same(await subackCodes(app, `hr-relay/v1/users/${alice}/heart_rate`), [1])
-  const gone = closed(app)
+  const gone = closedWithin(app)
   t.equal(await h.tokens.revoke(token), true)
-  t.same(await subackCodes(app, 'hr-relay/v1/devices/hr-01/status'), [0x80], 'subscriptions re-check the token')
   await gone
   t.equal(await connackCode(h.url, { username: 'app', password: token }), 4)
+
+  const granted = await h.connect({ username: 'app', password: await h.token(bob) })
+  const grantGone = closedWithin(granted)
+  t.ok(await h.tokens.revokeGrant(bob, 'test') > 0, 'disconnect app')
+  await grantGone
+
+  const short = await h.connect({ username: 'app', password: await h.token(alice, ['data:heart_rate:read'], 2) })
+  await closedWithin(short)
+  t.equal(short.connected, false, 'closed at expiry')
 })
