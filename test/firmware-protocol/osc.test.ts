@@ -1,5 +1,5 @@
 import t from 'tap'
-import { fromBuffer, toBuffer } from 'osc-min'
+import { fromBuffer, toBuffer, type OscArgInput } from 'osc-min'
 import { encodeOscMessage, decodeOscMessage, oscBool, type OscArg } from '../../firmware-protocol/osc.ts'
 import { hex, toHex, code } from '../helpers/bytes.ts'
 
@@ -19,15 +19,15 @@ t.test('OSC 1.0 byte vectors: address and type tags padded to 4 bytes, big-endia
 })
 
 t.test('a VRChat parameter message matches an independent encoder (osc-min) byte for byte', async t => {
-  const cases: Array<[OscArg, { type: string, value?: number | boolean }]> = [
+  const cases: Array<[OscArg, OscArgInput]> = [
     [{ type: 'i', value: 128 }, { type: 'integer', value: 128 }],
     [{ type: 'f', value: 0.25 }, { type: 'float', value: 0.25 }],
-    [{ type: 'T' }, { type: 'true' }],
-    [{ type: 'F' }, { type: 'false' }]
+    [{ type: 'T' }, true],
+    [{ type: 'F' }, false]
   ]
   for (const [arg, theirs] of cases) {
     const ours = encodeOscMessage({ address: '/avatar/parameters/HR', args: [arg] })
-    const view = toBuffer({ oscType: 'message', address: '/avatar/parameters/HR', args: [theirs as any] })
+    const view = toBuffer({ address: '/avatar/parameters/HR', args: [theirs] })
     t.equal(toHex(ours), toHex(new Uint8Array(view.buffer, view.byteOffset, view.byteLength)), arg.type)
     t.match(fromBuffer(ours), { oscType: 'message', address: '/avatar/parameters/HR' })
   }
