@@ -1,7 +1,9 @@
 import t from 'tap'
+import fc from 'fast-check'
 import { fromBuffer, toBuffer, type OscArgInput } from 'osc-min'
 import { encodeOscMessage, decodeOscMessage, oscBool, type OscArg } from '../../firmware-protocol/osc.ts'
 import { hex, toHex, code } from '../helpers/bytes.ts'
+import { ProtocolError } from '../../firmware-protocol/errors.ts'
 
 t.test('OSC 1.0 byte vectors: address and type tags padded to 4 bytes, big-endian arguments', async t => {
   // "/a" + 2 nulls; ",i" + 2 nulls; int32 72.
@@ -59,4 +61,19 @@ t.test('decode refuses malformed packets with a typed error', async t => {
   t.equal(code(() => decodeOscMessage(hex('2f 61 00 01 2c 00 00 00'))), 'garbage', 'padding not null')
   t.equal(code(() => decodeOscMessage(hex('2f 61 00 00 2c 00 00 00 00 00 00 00'))), 'too_long', 'trailing bytes')
   t.equal(code(() => decodeOscMessage(hex('61 00 00 00 2c 00 00 00'))), 'bad_topic', 'address without slash')
+})
+
+t.test('property: decode throws only ProtocolError on any bytes; encode then decode returns the message', async t => {
+  fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), bytes => {
+    try { decodeOscMessage(bytes) } catch (err) { if (!(err instanceof ProtocolError)) throw err }
+  }), { numRuns: 2000 })
+  const arg = fc.oneof(
+    fc.integer({ min: -0x80000000, max: 0x7fffffff }).map((value): OscArg => ({ type: 'i', value })),
+    fc.float({ noNaN: true, noDefaultInfinity: true }).map((value): OscArg => ({ type: 'f', value: Object.is(value, -0) ? 0 : value })),
+    fc.boolean().map(oscBool)
+  )
+  const address = fc.stringMatching(/^\/[A-Za-z0-9_/]{0,30}$/)
+  fc.assert(fc.property(address, fc.array(arg, { maxLength: 6 }), (addr, args) => {
+    t.same(decodeOscMessage(encodeOscMessage({ address: addr, args })), { address: addr, args })
+  }), { numRuns: 300 })
 })
