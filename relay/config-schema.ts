@@ -108,6 +108,24 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
+    osc: {
+      type: 'array',
+      default: [],
+      description: 'OSC output of a member\'s heart rate to VRChat avatar parameters (README "OSC output"); off when empty',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['username'],
+        properties: {
+          host: { type: 'string', minLength: 1, default: '127.0.0.1' },
+          port: { type: 'integer', minimum: 1, maximum: 65535, default: 9000, description: 'VRChat listens on 9000' },
+          username: { type: 'string', minLength: 1 },
+          min_bpm: { type: 'integer', minimum: 0, maximum: 1000, default: 0, description: 'HRPercent is 0 at or below this' },
+          max_bpm: { type: 'integer', minimum: 1, maximum: 1000, default: 255, description: 'HRPercent is 1 at or above this' },
+          parameter_prefix: { type: 'string', pattern: '^/[!-~]*$', default: '/avatar/parameters/' }
+        }
+      }
+    },
     upstream: {
       type: 'object',
       additionalProperties: false,

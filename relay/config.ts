@@ -7,6 +7,7 @@ import { CONFIG_SCHEMA } from './config-schema.ts'
 
 export interface SerialPortConfig { path: string, baud_rate: number, format: 'framed' | 'text' | 'hrmi', device_id?: string, poll_interval_ms: number }
 export interface MidiConfig { path: string, username: string, kind: 'auto' | 'rawmidi' | 'serial', order: 'ones-tens' | 'tens-ones', channel: number }
+export interface OscConfig { host: string, port: number, username: string, min_bpm: number, max_bpm: number, parameter_prefix: string }
 
 export interface Config {
   data_dir: string
@@ -29,6 +30,7 @@ export interface Config {
   ble: { enabled: boolean, adapter: string, allow: string[], connect_timeout_ms: number, gatt_timeout_ms: number, backoff_initial_ms: number, backoff_max_ms: number, rescan_interval_ms: number }
   serial: SerialPortConfig[]
   midi: MidiConfig[]
+  osc: OscConfig[]
   upstream?: { url: string, username?: string, password?: string, client_id?: string, topic_prefix: string, queue_max: number }
 }
 
@@ -56,7 +58,11 @@ export function validateConfig (input: unknown, source = 'configuration'): Confi
     })
     throw new ConfigError(source, problems)
   }
-  return copy as Config
+  const config = copy as Config
+  // A rule JSON Schema cannot state: HRPercent divides by max_bpm - min_bpm.
+  const ranges = config.osc.flatMap((o, i) => o.min_bpm < o.max_bpm ? [] : [`osc.${i}: min_bpm must be below max_bpm`])
+  if (ranges.length > 0) throw new ConfigError(source, ranges)
+  return config
 }
 
 /** Environment overrides (documented in the README). */

@@ -20,6 +20,8 @@ import { startDemo } from '../device-sim/demo.ts'
 import { prepareDemo } from '../device-sim/demo-hardware.ts'
 import { SourceManager, buildSources } from './sources/manager.ts'
 import { MidiOutput } from './outputs/midi.ts'
+import { OscOutput } from './outputs/osc.ts'
+import { MemberFeed } from './outputs/member-feed.ts'
 import { Devices } from '../api/store/devices.ts'
 import { Metrics, instrumentIngest, metricsPlugin } from './metrics.ts'
 import { MqttBroker } from './broker/broker.ts'
@@ -184,23 +186,34 @@ export async function startService (config: Config, options: { logger?: Logger }
     healthSources.push(() => sources.health())
     metrics.trackConnected(() => sources.connected())
 
-    // MIDI outputs: each reading of the configured member as one Note On message.
+    // Outputs: each reading of the configured member. The member is resolved
+    // lazily from the hub's feed (relay/outputs/member-feed.ts), so a member
+    // created after the start gets their output without a restart.
+    const follow = async (username: string, id: string, write: (bpm: number) => void, status: () => { state: string, detail?: string }): Promise<void> => {
+      const feed = new MemberFeed(data.hub, users, username, r => { write(r.heart_rate) }, log)
+      await feed.start()
+      stack.push(async () => { feed.stop() })
+      if (feed.profile === undefined) log.warn({ id, username }, 'output waits for its member: no such user yet')
+      healthSources.push(() => {
+        if (feed.profile === undefined) return [{ id, state: 'unavailable', detail: `no user ${username}` }]
+        const st = status()
+        return [{ id, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }) }]
+      })
+    }
+    // MIDI outputs: one Note On message per reading.
     for (const m of config.midi) {
       const output = new MidiOutput({ path: m.path, kind: m.kind, order: m.order, channel: m.channel, logger: log })
-      const user = await users.byUsername(m.username)
-      if (user === undefined) {
-        log.error({ path: m.path, username: m.username }, 'MIDI output not started: no such user')
-        healthSources.push(() => [{ id: `midi:${m.path}`, state: 'unavailable', detail: `no user ${m.username}` }])
-        continue
-      }
       const controller = new AbortController()
       await output.start(controller.signal)
-      const off = data.hub.subscribeProfile(user.profile_id, r => { output.write(r.heart_rate) })
-      stack.push(async () => { off(); controller.abort(); await output.stop() })
-      healthSources.push(() => {
-        const st = output.status()
-        return [{ id: `midi:${m.path}`, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }) }]
-      })
+      stack.push(async () => { controller.abort(); await output.stop() })
+      await follow(m.username, output.id, bpm => { output.write(bpm) }, () => output.status())
+    }
+    // OSC outputs (VRChat avatar parameters): one datagram per parameter per reading.
+    for (const o of config.osc) {
+      const output = new OscOutput({ host: o.host, port: o.port, minBpm: o.min_bpm, maxBpm: o.max_bpm, parameterPrefix: o.parameter_prefix, logger: log })
+      await output.start()
+      stack.push(async () => { await output.stop() })
+      await follow(o.username, output.id, bpm => { output.write(bpm) }, () => output.status())
     }
 
     const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: broker?.port ?? null, started_at: new Date().toISOString() }

@@ -1,6 +1,6 @@
 // GET /api/v1/features/{feature_id} (spec 4.6, 2.7). Any valid user token
 // (no particular scope; spec 5.8 leaves it open). Unknown id: 404 JSON (9404).
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { guard } from './data-auth.ts'
 import { profileOf } from './auth.ts'
@@ -12,6 +12,21 @@ export const FEATURE_RULES: Record<string, (u: UserRecord, now: number) => boole
   premium_widgets: (u, now) => premiumActive(u, now),
   deck_ingestion_pause_feature: () => true,
   chatapp_rich_presence: (u, now) => premiumActive(u, now) || u.features.includes('chatapp_rich_presence')
+}
+
+/**
+ * A hook (after guard) that answers 402 premium_required (7007) unless the
+ * feature is enabled for the token's user, by the same rule the feature-status
+ * endpoint reports.
+ */
+export function requireFeature (app: FastifyInstance, featureId: keyof typeof FEATURE_RULES) {
+  const rule = FEATURE_RULES[featureId]
+  if (rule === undefined) throw new Error(`unknown feature ${featureId}`)
+  return async (request: FastifyRequest): Promise<void> => {
+    const user = await app.hr.users.get(profileOf(request))
+    if (user === undefined) throw new ApiError('token_not_found')
+    if (!rule(user, Date.now())) throw new ApiError('premium_required')
+  }
 }
 
 export async function featureFlagsPlugin (app: FastifyInstance): Promise<void> {

@@ -8,6 +8,7 @@ import { statisticsPlugin } from './statistics.ts'
 import { widgetsPlugin } from './widgets.ts'
 import { profilePlugin } from './profile.ts'
 import { gameModPlugin } from './gamemod.ts'
+import { richPresencePlugin } from './rich-presence.ts'
 import { featureFlagsPlugin } from './feature-flags.ts'
 import { roomsPlugin } from './rooms.ts'
 import { adminRoomsPlugin } from './admin-rooms.ts'
@@ -23,6 +24,7 @@ export const apiFeatures: FastifyPluginAsync[] = [
   widgetsPlugin,
   profilePlugin,
   gameModPlugin,
+  richPresencePlugin,
   featureFlagsPlugin,
   roomsPlugin,
   adminRoomsPlugin,

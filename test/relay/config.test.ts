@@ -59,3 +59,26 @@ t.test('files: unreadable, not JSON, not an object; environment and flags overri
   t.equal((await loadConfig({ file: join(dir, 'demo.json'), env: {} })).demo, true)
   await t.rejects(loadConfig({ env: { HR_RELAY_HTTP_PORT: 'eighty' } }), { name: 'ConfigError', message: /http\.port: must be integer/ })
 })
+
+t.test('osc: defaults, every key validated, min_bpm below max_bpm', async t => {
+  t.same((await loadConfig({ env: {} })).osc, [], 'OSC is off by default')
+  const c = validateConfig({ osc: [{ username: 'alice' }, { host: '192.168.1.20', port: 9001, username: 'bob', min_bpm: 40, max_bpm: 200, parameter_prefix: '/avatar/parameters/hr/' }] })
+  t.same(c.osc, [
+    { host: '127.0.0.1', port: 9000, username: 'alice', min_bpm: 0, max_bpm: 255, parameter_prefix: '/avatar/parameters/' },
+    { host: '192.168.1.20', port: 9001, username: 'bob', min_bpm: 40, max_bpm: 200, parameter_prefix: '/avatar/parameters/hr/' }
+  ])
+  const problems = (input: unknown): string[] => {
+    try { validateConfig(input) } catch (e) { return (e as ConfigError).problems }
+    return []
+  }
+  t.same(problems({ osc: [{ host: 'x' }] }), ["osc.0: must have required property 'username'"])
+  t.same(problems({ osc: [{ username: 'a', port: 70000, min_bpm: -1, max_bpm: 'high', parameter_prefix: 'avatar', colour: 1 }] }), [
+    "osc.0: must NOT have additional properties 'colour'",
+    'osc.0.port: must be <= 65535',
+    'osc.0.min_bpm: must be >= 0',
+    'osc.0.max_bpm: must be integer',
+    'osc.0.parameter_prefix: must match pattern "^/[!-~]*$"'
+  ])
+  t.same(problems({ osc: [{ username: 'a', min_bpm: 120, max_bpm: 120 }] }), ['osc.0: min_bpm must be below max_bpm'])
+  t.same(problems({ osc: {} }), ['osc: must be array'])
+})
