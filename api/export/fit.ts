@@ -17,6 +17,9 @@ const mesgNum = (name: string): number => {
 }
 
 const second = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000)
+/** FIT local_date_time: seconds since the FIT epoch (1989-12-31T00:00:00Z) in the server's time zone. */
+const localSeconds = (ms: number): number => Math.floor((ms - FIT_EPOCH_MS) / 1000) - new Date(ms).getTimezoneOffset() * 60
+const FIT_EPOCH_MS = 631_065_600_000
 const u8 = (v: number): number => Math.min(254, Math.max(0, Math.round(v)))
 
 export function sessionFit (summary: SessionSummary, readings: readonly SessionReading[]): Uint8Array {
@@ -48,6 +51,6 @@ export function sessionFit (summary: SessionSummary, readings: readonly SessionR
   }
   write<LapMesg>('LAP', { messageIndex: 0, timestamp: end, event: 'lap', eventType: 'stop', ...totals })
   write<SessionMesg>('SESSION', { messageIndex: 0, timestamp: end, event: 'session', eventType: 'stop', firstLapIndex: 0, numLaps: 1, ...totals })
-  write<ActivityMesg>('ACTIVITY', { timestamp: end, numSessions: 1, type: 'manual', event: 'activity', eventType: 'stop', totalTimerTime: elapsed, localTimestamp: end })
+  write<ActivityMesg>('ACTIVITY', { timestamp: end, numSessions: 1, type: 'manual', event: 'activity', eventType: 'stop', totalTimerTime: elapsed, localTimestamp: localSeconds(summary.end) })
   return enc.close()
 }
