@@ -14,6 +14,7 @@ t.test('defaults with no configuration', async t => {
   t.equal(c.oauth.authorization_code_ttl, 600)
   t.equal(c.data.raw_retention_days, 35)
   t.equal(c.data.rollup_retention_days, 400)
+  t.equal(c.data.session_gap_seconds, 300)
   t.equal(c.demo, true)
   t.same(c.serial, [])
   t.equal(c.upstream, undefined)
@@ -58,4 +59,11 @@ t.test('files: unreadable, not JSON, not an object; environment and flags overri
   await writeFile(join(dir, 'demo.json'), JSON.stringify({ demo: true }))
   t.equal((await loadConfig({ file: join(dir, 'demo.json'), env: {} })).demo, true)
   await t.rejects(loadConfig({ env: { HR_RELAY_HTTP_PORT: 'eighty' } }), { name: 'ConfigError', message: /http\.port: must be integer/ })
+})
+
+t.test('data.session_gap_seconds is validated like the other keys', async t => {
+  t.equal(validateConfig({ data: { session_gap_seconds: 60 } }).data.session_gap_seconds, 60)
+  for (const [v, problem] of [[0, 'data.session_gap_seconds: must be > 0'], ['300', 'data.session_gap_seconds: must be number'], [86401, 'data.session_gap_seconds: must be <= 86400']] as const) {
+    try { validateConfig({ data: { session_gap_seconds: v } }); t.fail('accepted') } catch (err) { t.same((err as ConfigError).problems, [problem]) }
+  }
 })
