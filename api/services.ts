@@ -30,7 +30,7 @@ export interface ApiConfig {
   lifetimes: TokenLifetimes
   /** Requests per second per token (0 = off); spec service-notes "Rate limit". */
   rateLimitPerSecond: number
-  data: { rawRetentionDays: number, rollupRetentionDays: number, streamGapSeconds: number }
+  data: { rawRetentionDays: number, rollupRetentionDays: number, streamGapSeconds: number, sessionGapSeconds: number }
   /** WebSocket streams (api/http/stream-socket.ts): ping period and the send-buffer bound of a slow client. */
   streams?: { pingIntervalMs?: number, maxBufferedBytes?: number }
 }

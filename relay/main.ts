@@ -141,7 +141,8 @@ export async function startService (config: Config, options: { logger?: Logger }
         data: {
           rawRetentionDays: config.data.raw_retention_days,
           rollupRetentionDays: config.data.rollup_retention_days,
-          streamGapSeconds: config.data.stream_gap_seconds
+          streamGapSeconds: config.data.stream_gap_seconds,
+          sessionGapSeconds: config.data.session_gap_seconds
         }
       }
     }

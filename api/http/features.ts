@@ -3,6 +3,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { adminPlugin } from './admin.ts'
 import { dataPlugin } from './data.ts'
+import { historyPlugin } from './history.ts'
+import { sessionsPlugin } from './sessions.ts'
 import { realtimePlugin } from './realtime.ts'
 import { statisticsPlugin } from './statistics.ts'
 import { widgetsPlugin } from './widgets.ts'
@@ -19,6 +21,8 @@ import { webPlugin } from '../web/pages.ts'
 export const apiFeatures: FastifyPluginAsync[] = [
   adminPlugin,
   dataPlugin,
+  historyPlugin,
+  sessionsPlugin,
   realtimePlugin,
   statisticsPlugin,
   widgetsPlugin,

@@ -141,6 +141,31 @@ export class Readings {
     }
   }
 
+  /**
+   * At most `limit` raw readings with from <= measured_at < to (oldest first,
+   * or newest first with `reverse`), read in one native call (history pages,
+   * sessions); nextv may answer fewer rows than asked, so it loops.
+   */
+  async page (profileId: string, from: number, to: number, limit: number, reverse = false): Promise<RawReading[]> {
+    if (to <= from || limit <= 0) return []
+    const it = this.raw.iterator({ gte: readingKey(profileId, Math.max(0, from)), lt: readingKey(profileId, to), limit, reverse })
+    try {
+      const out: RawReading[] = []
+      for (let read = 0; read < limit;) {
+        const rows = await it.nextv(limit - read)
+        if (rows.length === 0) break
+        read += rows.length
+        for (const [k, v] of rows) {
+          const r = toRaw(k, v)
+          if (r !== undefined) out.push(r)
+        }
+      }
+      return out
+    } finally {
+      await it.close()
+    }
+  }
+
   /** Rollups of the minutes starting in [fromMinute, toMinute), oldest first. */
   async * rollups (profileId: string, fromMinute: number, toMinute: number): AsyncGenerator<[number, Rollup]> {
     yield * bucketRange(this.minutes, profileId, fromMinute, toMinute)

@@ -15,6 +15,7 @@ import { memberOf, sessionsOf } from './guard.ts'
 import { series, startOfToday } from './readings-view.ts'
 import { gameModRoutes } from './member-gamemod.ts'
 import { widgetRoutes } from './member-widgets.ts'
+import { memberSessionRoutes, sessionsSection } from './member-sessions.ts'
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -52,6 +53,7 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 <div id="chart" class="chart" role="img" aria-labelledby="chart-title" data-source="/me/readings/today"></div>
 <p id="chart-status" class="muted" role="status">Loading…</p>
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
+${await sessionsSection(app, user.profile_id)}
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
 <p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>`
     return await sendPage(reply, 200, 'Today', body, {
@@ -71,6 +73,7 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
   })
 
   await widgetRoutes(app)
+  await memberSessionRoutes(app)
   await gameModRoutes(app)
 }
 

@@ -14,6 +14,7 @@ t.test('defaults with no configuration', async t => {
   t.equal(c.oauth.authorization_code_ttl, 600)
   t.equal(c.data.raw_retention_days, 35)
   t.equal(c.data.rollup_retention_days, 400)
+  t.equal(c.data.session_gap_seconds, 300)
   t.equal(c.demo, true)
   t.same(c.serial, [])
   t.equal(c.upstream, undefined)
@@ -81,4 +82,11 @@ t.test('osc: defaults, every key validated, min_bpm below max_bpm', async t => {
   ])
   t.same(problems({ osc: [{ username: 'a', min_bpm: 120, max_bpm: 120 }] }), ['osc.0: min_bpm must be below max_bpm'])
   t.same(problems({ osc: {} }), ['osc: must be array'])
+})
+
+t.test('data.session_gap_seconds is validated like the other keys', async t => {
+  t.equal(validateConfig({ data: { session_gap_seconds: 60 } }).data.session_gap_seconds, 60)
+  for (const [v, problem] of [[0, 'data.session_gap_seconds: must be > 0'], ['300', 'data.session_gap_seconds: must be number'], [86401, 'data.session_gap_seconds: must be <= 86400']] as const) {
+    try { validateConfig({ data: { session_gap_seconds: v } }); t.fail('accepted') } catch (err) { t.same((err as ConfigError).problems, [problem]) }
+  }
 })
