@@ -8,7 +8,11 @@
 //   WINDOW in flight, and deletes a key only when its PUBACK arrives.
 // - While the connection is down nothing is sent; mqtt.js retransmits what
 //   was in flight (DUP) after it reconnects. After a restart everything still
-//   in the queue is sent again (at least once; see README "Upstream bridge").
+//   in the queue is sent again.
+// - The guarantee (README "The upstream bridge"): at least once. A resend is
+//   byte-identical to the first send (same topic, same payload), and the store
+//   keeps one reading per (profile_id, measured_at), so topic + measured_at is
+//   the key a consumer deduplicates on.
 // - Past `queue_max` the oldest queued readings are dropped and counted.
 //
 // Topic: `<topic_prefix>/users/<profile_id>/heart_rate`. Payload: the
@@ -80,6 +84,8 @@ export class UpstreamBridge {
   private again = false
   private stopped = true
   private reportedDown = false
+  /** The listeners this bridge adds to its client, removed again at stop (never mqtt.js's own). */
+  private listeners: Array<['connect' | 'close' | 'offline' | 'error', (...args: never[]) => void]> = []
 
   constructor (private readonly config: UpstreamConfig, private readonly deps: UpstreamDeps) {
     this.queue = deps.store.sub<StoredReading>('upstream_queue')
@@ -110,12 +116,16 @@ export class UpstreamBridge {
       ...(this.config.password === undefined ? {} : { password: this.config.password })
     })
     this.client = client
-    client.on('connect', () => {
+    const on = (event: 'connect' | 'close' | 'offline' | 'error', fn: (...args: never[]) => void): void => {
+      client.on(event, fn)
+      this.listeners.push([event, fn])
+    }
+    on('connect', () => {
       this.reportedDown = false
       this.log.info({ url: redactUrl(this.config.url), queued: this.length }, 'upstream connected')
       this.kick()
     })
-    client.on('close', () => { if (!this.stopped) this.log.debug('upstream connection closed') })
+    on('close', () => { if (!this.stopped) this.log.debug('upstream connection closed') })
     // Once per outage at warn level, then debug: an upstream that is down for hours must not flood the log.
     const down = (reason: string): void => {
       if (this.stopped) return
@@ -123,8 +133,8 @@ export class UpstreamBridge {
       this.reportedDown = true
       this.log.warn({ url: redactUrl(this.config.url), reason, queued: this.length }, 'upstream unreachable; queueing readings')
     }
-    client.on('offline', () => { down('offline') })
-    client.on('error', err => { down(err.message) })
+    on('offline', () => { down('offline') })
+    on('error', (err: Error) => { down(err.message) })
   }
 
   /** Appends a stored reading to the persistent queue (synchronous for the hub; the write is chained). */
@@ -196,11 +206,16 @@ export class UpstreamBridge {
   }
 
   private async acked (key: string): Promise<void> {
-    this.inflight.delete(key)
-    const present = await this.queue.get(key)
-    if (present !== undefined) {
-      await this.queue.del(key)
-      this.length--
+    // The key stays in flight until it is deleted from disk: `drain` (at stop) resolves only
+    // once every acknowledged reading is gone from the queue, not while a delete is pending.
+    try {
+      const present = await this.queue.get(key)
+      if (present !== undefined) {
+        await this.queue.del(key)
+        this.length--
+      }
+    } finally {
+      this.inflight.delete(key)
     }
     this.deps.metrics?.upstreamAcked()
     this.deps.metrics?.setUpstreamQueue(this.length)
@@ -235,14 +250,20 @@ export class UpstreamBridge {
     if (this.stopped) return
     this.stopped = true
     await this.flushed()
-    await this.drain(2000)
+    await this.drain(5000)
     const client = this.client
     this.client = null
     if (client !== null) {
-      client.removeAllListeners('connect')
-      client.removeAllListeners('offline')
+      const closed = client.stream === undefined || client.stream.closed
+        ? Promise.resolve()
+        : new Promise<void>(resolve => { client.stream.once('close', () => { resolve() }) })
       await client.endAsync(true)
-      client.removeAllListeners()
+      // endAsync can resolve before the socket's 'close'; mqtt.js clears its CONNACK timer on that
+      // event, so its own listeners must stay until then (removing them let a stop during a
+      // connection attempt fire 'connack timeout' with no listener and crash the process).
+      await closed
+      for (const [event, fn] of this.listeners) client.off(event, fn)
+      this.listeners = []
     }
     this.inflight.clear()
     this.drainWaiters = []

@@ -6,6 +6,8 @@
 import { randomInt } from 'node:crypto'
 import type { BatchOp, Store, Sub } from '../store/db.ts'
 import { digest, newId, newSecret } from '../store/secrets.ts'
+import { KeyedLock } from '../store/lock.ts'
+export { KeyedLock }
 
 export interface CodeRecord {
   client_id: string
@@ -58,23 +60,6 @@ export function normalizeUserCode (input: string): string | null {
   if (s.length !== USER_CODE_LENGTH) return null
   for (const ch of s) if (!USER_CODE_ALPHABET.includes(ch)) return null
   return s
-}
-
-/** Runs tasks for one key one after another. */
-export class KeyedLock {
-  private readonly tails = new Map<string, Promise<unknown>>()
-
-  async run<T> (key: string, task: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(key) ?? Promise.resolve()
-    const next = prev.then(task, task)
-    const tail = next.catch(() => undefined)
-    this.tails.set(key, tail)
-    try {
-      return await next
-    } finally {
-      if (this.tails.get(key) === tail) this.tails.delete(key)
-    }
-  }
 }
 
 export class OAuthState {

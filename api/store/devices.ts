@@ -6,6 +6,7 @@
 import type { Store, Sub } from './db.ts'
 import { timingSafeEqual } from 'node:crypto'
 import { digest, newSecret } from './secrets.ts'
+import { KeyedLock } from './lock.ts'
 
 /** Compared against when the username is unknown, so the answer takes the same time. */
 const UNKNOWN_DEVICE = Buffer.alloc(32)
@@ -63,6 +64,8 @@ export class Devices {
   private readonly live = new Map<string, DeviceState>()
   private readonly removedListeners = new Set<(device: DeviceRecord) => void>()
   private loaded = false
+  /** Pairing and unpairing of one device id run one at a time. */
+  private readonly lock = new KeyedLock()
 
   constructor (private readonly store: Store) {
     this.sub = store.sub('devices')
@@ -87,45 +90,49 @@ export class Devices {
 
   /** Pairs a device with a user. MQTT credentials are issued for kinds 'mqtt' and 'any'. */
   async add (input: NewDevice, now = Date.now()): Promise<AddedDevice> {
-    this.ensureLoaded()
-    if (!DEVICE_ID_RE.test(input.device_id)) throw new InvalidDeviceIdError(input.device_id)
-    const id = normalizeDeviceId(input.device_id)
-    if (this.byId.has(id)) throw new DeviceExistsError(id)
-    const kind = input.kind ?? 'any'
-    const record: DeviceRecord = { device_id: id, profile_id: input.profile_id, kind, created_at: now }
-    if (input.name !== undefined) record.name = input.name
-    let password: string | null = null
-    if (kind === 'mqtt' || kind === 'any') {
-      password = newSecret(24)
-      record.mqtt_username = id
-      // 192 random bits, generated here: like access tokens, a SHA-256 digest is enough at rest, and a
-      // reconnect storm of a whole gym costs no scrypt (16 MiB and tens of ms each on a Pi).
-      record.mqtt_password_hash = `sha256$${digest(password)}`
-    }
-    // Checked again after the await: two concurrent adds of one id must not both win.
-    if (this.byId.has(id)) throw new DeviceExistsError(id)
-    this.index(record)
-    try {
-      await this.store.batch([{ type: 'put', sublevel: this.sub, key: id, value: record }], { sync: true })
-    } catch (err) {
-      this.byId.delete(id)
-      if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
-      throw err
-    }
-    return { device: record, mqtt_password: password }
+    return await this.lock.run(normalizeDeviceId(input.device_id), async () => {
+      this.ensureLoaded()
+      if (!DEVICE_ID_RE.test(input.device_id)) throw new InvalidDeviceIdError(input.device_id)
+      const id = normalizeDeviceId(input.device_id)
+      if (this.byId.has(id)) throw new DeviceExistsError(id)
+      const kind = input.kind ?? 'any'
+      const record: DeviceRecord = { device_id: id, profile_id: input.profile_id, kind, created_at: now }
+      if (input.name !== undefined) record.name = input.name
+      let password: string | null = null
+      if (kind === 'mqtt' || kind === 'any') {
+        password = newSecret(24)
+        record.mqtt_username = id
+        // 192 random bits, generated here: like access tokens, a SHA-256 digest is enough at rest, and a
+        // reconnect storm of a whole gym costs no scrypt (16 MiB and tens of ms each on a Pi).
+        record.mqtt_password_hash = `sha256$${digest(password)}`
+      }
+      // Checked again after the await: two concurrent adds of one id must not both win.
+      if (this.byId.has(id)) throw new DeviceExistsError(id)
+      this.index(record)
+      try {
+        await this.store.batch([{ type: 'put', sublevel: this.sub, key: id, value: record }], { sync: true })
+      } catch (err) {
+        this.byId.delete(id)
+        if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+        throw err
+      }
+      return { device: record, mqtt_password: password }
+    })
   }
 
   /** Unpairs a device; returns the removed record or undefined. Listeners hear about it (the broker disconnects it). */
   async remove (deviceId: string): Promise<DeviceRecord | undefined> {
-    this.ensureLoaded()
-    const id = normalizeDeviceId(deviceId)
-    const record = this.byId.get(id)
-    if (record === undefined) return undefined
-    await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
-    this.byId.delete(id)
-    if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
-    for (const fn of this.removedListeners) fn(record)
-    return record
+    return await this.lock.run(normalizeDeviceId(deviceId), async () => {
+      this.ensureLoaded()
+      const id = normalizeDeviceId(deviceId)
+      const record = this.byId.get(id)
+      if (record === undefined) return undefined
+      await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
+      this.byId.delete(id)
+      if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+      for (const fn of this.removedListeners) fn(record)
+      return record
+    })
   }
 
   /** Called with each removed pairing; returns the unsubscribe function. */

@@ -7,6 +7,7 @@
 // profile → rooms the hub uses to route heart_rate messages.
 import type { Store, Sub } from './db.ts'
 import { newToken, safeEqual } from './secrets.ts'
+import { KeyedLock } from './lock.ts'
 import type { MemberConfig, RoomConfig, RoomMessage } from '../hub.ts'
 
 export const DEFAULT_ZONES = [50, 60, 70, 80, 90]
@@ -45,6 +46,8 @@ export class Rooms {
   private readonly index = new Map<string, Set<string>>()
   private loaded = false
   private readonly changeListeners = new Set<(roomId: string) => void>()
+  /** Every change of a room reads it, then writes it whole: one at a time per room (no lost updates). */
+  private readonly lock = new KeyedLock()
 
   constructor (private readonly store: Store, private readonly publish: RoomPublisher = () => {}) {
     this.sub = store.sub<RoomRecord>('rooms')
@@ -88,54 +91,62 @@ export class Rooms {
   }
 
   async rename (roomId: string, name: string): Promise<RoomRecord | undefined> {
-    const room = this.rooms.get(roomId)
-    if (room === undefined) return undefined
-    const next = { ...structuredClone(room), name }
-    await this.save(next)
-    this.publish(roomId, { kind: 'room_updated', timestamp: new Date().toISOString(), room_updated: { room_id: roomId, config: roomConfig(next) } })
-    this.changed(roomId)
-    return structuredClone(next)
+    return await this.lock.run(roomId, async () => {
+      const room = this.rooms.get(roomId)
+      if (room === undefined) return undefined
+      const next = { ...structuredClone(room), name }
+      await this.save(next)
+      this.publish(roomId, { kind: 'room_updated', timestamp: new Date().toISOString(), room_updated: { room_id: roomId, config: roomConfig(next) } })
+      this.changed(roomId)
+      return structuredClone(next)
+    })
   }
 
   /** Adds a member or updates its config; publishes room_member_updated. */
   async upsertMember (roomId: string, profileId: string, input: MemberInput & { display_name: string }, now = Date.now()): Promise<MemberRecord | undefined> {
-    const room = this.rooms.get(roomId)
-    if (room === undefined) return undefined
-    const next = structuredClone(room)
-    const existing = next.members.find(m => m.profile_id === profileId)
-    const member: MemberRecord = {
-      profile_id: profileId,
-      display_name: input.display_name,
-      max_heart_rate: input.max_heart_rate !== undefined ? input.max_heart_rate : existing?.max_heart_rate ?? null,
-      zones: input.zones ?? existing?.zones ?? [...DEFAULT_ZONES],
-      added_at: existing?.added_at ?? now
-    }
-    next.members = [...next.members.filter(m => m.profile_id !== profileId), member]
-    await this.save(next)
-    this.publish(roomId, { kind: 'room_member_updated', timestamp: new Date(now).toISOString(), room_member_updated: { profile_id: profileId, config: memberConfig(member) } })
-    this.changed(roomId)
-    return structuredClone(member)
+    return await this.lock.run(roomId, async () => {
+      const room = this.rooms.get(roomId)
+      if (room === undefined) return undefined
+      const next = structuredClone(room)
+      const existing = next.members.find(m => m.profile_id === profileId)
+      const member: MemberRecord = {
+        profile_id: profileId,
+        display_name: input.display_name,
+        max_heart_rate: input.max_heart_rate !== undefined ? input.max_heart_rate : existing?.max_heart_rate ?? null,
+        zones: input.zones ?? existing?.zones ?? [...DEFAULT_ZONES],
+        added_at: existing?.added_at ?? now
+      }
+      next.members = [...next.members.filter(m => m.profile_id !== profileId), member]
+      await this.save(next)
+      this.publish(roomId, { kind: 'room_member_updated', timestamp: new Date(now).toISOString(), room_member_updated: { profile_id: profileId, config: memberConfig(member) } })
+      this.changed(roomId)
+      return structuredClone(member)
+    })
   }
 
   /** Removes a member; false when the room or member does not exist. Publishes room_member_removed. */
   async removeMember (roomId: string, profileId: string): Promise<boolean> {
-    const room = this.rooms.get(roomId)
-    if (room === undefined || !room.members.some(m => m.profile_id === profileId)) return false
-    const next = { ...structuredClone(room), members: room.members.filter(m => m.profile_id !== profileId).map(m => structuredClone(m)) }
-    await this.save(next)
-    this.publish(roomId, { kind: 'room_member_removed', timestamp: new Date().toISOString(), room_member_removed: { profile_id: profileId } })
-    this.changed(roomId)
-    return true
+    return await this.lock.run(roomId, async () => {
+      const room = this.rooms.get(roomId)
+      if (room === undefined || !room.members.some(m => m.profile_id === profileId)) return false
+      const next = { ...structuredClone(room), members: room.members.filter(m => m.profile_id !== profileId).map(m => structuredClone(m)) }
+      await this.save(next)
+      this.publish(roomId, { kind: 'room_member_removed', timestamp: new Date().toISOString(), room_member_removed: { profile_id: profileId } })
+      this.changed(roomId)
+      return true
+    })
   }
 
   /** Issues a new display capability; the old one stops working at once. */
   async rotateDisplay (roomId: string): Promise<RoomRecord | undefined> {
-    const room = this.rooms.get(roomId)
-    if (room === undefined) return undefined
-    const next = { ...structuredClone(room), display_id: newToken() }
-    await this.save(next)
-    this.changed(roomId)
-    return structuredClone(next)
+    return await this.lock.run(roomId, async () => {
+      const room = this.rooms.get(roomId)
+      if (room === undefined) return undefined
+      const next = { ...structuredClone(room), display_id: newToken() }
+      await this.save(next)
+      this.changed(roomId)
+      return structuredClone(next)
+    })
   }
 
   get isLoaded (): boolean { return this.loaded }

@@ -7,6 +7,7 @@
 // the digests once the batch is stored: open streams close on that event.
 import type { BatchOp, Store, Sub } from './db.ts'
 import { digest, newId, newToken } from './secrets.ts'
+import { KeyedLock } from './lock.ts'
 
 export type TokenFlow = 'implicit' | 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'manual' | 'admin'
 
@@ -73,6 +74,8 @@ export class Tokens {
   /** `profile!client!family` → '' (for disconnect and the member's list of apps) */
   private readonly grants: Sub<string>
   private readonly revokedListeners = new Set<(accessDigests: ReadonlySet<string>) => void>()
+  /** Rotation and revocation of one family run one at a time (a revocation cannot miss a pair issued beside it). */
+  private readonly lock = new KeyedLock()
 
   constructor (private readonly store: Store) {
     this.access = store.sub('tokens_access')
@@ -164,12 +167,18 @@ export class Tokens {
    */
   async rotate (refreshToken: string, clientId: string, expiresIn: number, refreshExpiresIn: number, now = Date.now()): Promise<RefreshResult> {
     if (typeof refreshToken !== 'string' || refreshToken.length > 512) return { ok: false, reason: 'not_found' }
+    const family = (await this.refresh.get(digest(refreshToken)))?.family
+    if (family === undefined) return { ok: false, reason: 'not_found' }
+    return await this.lock.run(family, async () => await this.rotateLocked(refreshToken, clientId, expiresIn, refreshExpiresIn, now))
+  }
+
+  private async rotateLocked (refreshToken: string, clientId: string, expiresIn: number, refreshExpiresIn: number, now: number): Promise<RefreshResult> {
     const d = digest(refreshToken)
     const rec = await this.refresh.get(d)
     if (rec === undefined) return { ok: false, reason: 'not_found' }
     if (rec.client_id !== clientId) return { ok: false, reason: 'wrong_client' }
     if (rec.used_at !== null) {
-      await this.revokeFamily(rec.family)
+      await this.revokeFamilyLocked(rec.family)
       return { ok: false, reason: 'replayed' }
     }
     if (rec.expires_at <= now) return { ok: false, reason: 'expired' }
@@ -202,6 +211,10 @@ export class Tokens {
 
   /** Deletes every access and refresh token of a family. */
   async revokeFamily (family: string): Promise<number> {
+    return await this.lock.run(family, async () => await this.revokeFamilyLocked(family))
+  }
+
+  private async revokeFamilyLocked (family: string): Promise<number> {
     const ops: BatchOp[] = []
     let profile: string | null = null
     let client: string | null = null

@@ -1,6 +1,7 @@
 // Users: the people who stream heart rate. profile_id is the public id.
 import type { Store, Sub } from './db.ts'
 import { dummyVerify, hashSecret, newId, verifySecret } from './secrets.ts'
+import { KeyedLock } from './lock.ts'
 
 export type PremiumPlan = 'none' | 'trial' | 'subscription' | 'lifetime'
 export const PREMIUM_PLANS: readonly PremiumPlan[] = ['none', 'trial', 'subscription', 'lifetime']
@@ -58,6 +59,8 @@ export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash'> {
 export class Users {
   private readonly byId: Sub<UserRecord>
   private readonly byName: Sub<string>
+  /** Per username (create) and per profile (update): read, decide, write, one at a time. */
+  private readonly lock = new KeyedLock()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<UserRecord>('users')
@@ -69,31 +72,33 @@ export class Users {
   }
 
   async create (input: NewUser, now = Date.now()): Promise<UserRecord> {
-    if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
-    const plan = input.premium ?? 'none'
-    const expires = input.premium_expires_at !== undefined
-      ? input.premium_expires_at
-      : plan === 'trial' ? now + 14 * DAY : plan === 'subscription' ? now + 30 * DAY : null
-    const user: UserRecord = {
-      profile_id: newId(),
-      username: input.username,
-      password_hash: await hashSecret(input.password),
-      channel: input.channel ?? input.username,
-      mobile_login: false,
-      premium: { plan, expires_at: expires },
-      features: [],
-      created_at: now
-    }
-    for (const k of ['display_name', 'age', 'weight_kg', 'sex', 'max_heart_rate'] as const) {
-      if (input[k] !== undefined) (user as any)[k] = input[k]
-    }
-    // Re-check right before the atomic write: scrypt above yields the event loop.
-    if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
-    await this.store.batch([
-      { type: 'put', sublevel: this.byId, key: user.profile_id, value: user },
-      { type: 'put', sublevel: this.byName, key: Users.nameKey(user.username), value: user.profile_id }
-    ], { sync: true })
-    return user
+    return await this.lock.run(`name:${Users.nameKey(input.username)}`, async () => {
+      if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
+      const plan = input.premium ?? 'none'
+      const expires = input.premium_expires_at !== undefined
+        ? input.premium_expires_at
+        : plan === 'trial' ? now + 14 * DAY : plan === 'subscription' ? now + 30 * DAY : null
+      const user: UserRecord = {
+        profile_id: newId(),
+        username: input.username,
+        password_hash: await hashSecret(input.password),
+        channel: input.channel ?? input.username,
+        mobile_login: false,
+        premium: { plan, expires_at: expires },
+        features: [],
+        created_at: now
+      }
+      for (const k of ['display_name', 'age', 'weight_kg', 'sex', 'max_heart_rate'] as const) {
+        if (input[k] !== undefined) (user as any)[k] = input[k]
+      }
+      // Re-check right before the atomic write: scrypt above yields the event loop.
+      if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
+      await this.store.batch([
+        { type: 'put', sublevel: this.byId, key: user.profile_id, value: user },
+        { type: 'put', sublevel: this.byName, key: Users.nameKey(user.username), value: user.profile_id }
+      ], { sync: true })
+      return user
+    })
   }
 
   async get (profileId: string): Promise<UserRecord | undefined> {
@@ -113,11 +118,13 @@ export class Users {
   }
 
   async update (profileId: string, change: (u: UserRecord) => UserRecord): Promise<UserRecord | undefined> {
-    const user = await this.byId.get(profileId)
-    if (user === undefined) return undefined
-    const next = change(structuredClone(user))
-    await this.store.batch([{ type: 'put', sublevel: this.byId, key: profileId, value: next }], { sync: true })
-    return next
+    return await this.lock.run(`user:${profileId}`, async () => {
+      const user = await this.byId.get(profileId)
+      if (user === undefined) return undefined
+      const next = change(structuredClone(user))
+      await this.store.batch([{ type: 'put', sublevel: this.byId, key: profileId, value: next }], { sync: true })
+      return next
+    })
   }
 
   async grantFeature (profileId: string, feature: string): Promise<UserRecord | undefined> {

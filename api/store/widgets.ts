@@ -4,6 +4,7 @@
 // widget revokes that stream.
 import type { Store, Sub } from './db.ts'
 import { newToken } from './secrets.ts'
+import { KeyedLock } from './lock.ts'
 
 /** The basic bpm widget, the only meta id the service supports (spec 4.3). */
 export const BASIC_WIDGET_META_ID = 'bf6bdf21-10a7-4a28-97ec-a239e6c77f8b'
@@ -37,6 +38,8 @@ export class Widgets {
   /** `profile!widget_id` → '' */
   private readonly byProfile: Sub<string>
   private readonly deleteListeners = new Set<(widgetId: string) => void>()
+  /** Changes of one user's widgets run one at a time: the count limit holds, and no update outlives a delete. */
+  private readonly lock = new KeyedLock()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<WidgetRecord>('widgets')
@@ -44,23 +47,25 @@ export class Widgets {
   }
 
   async create (profileId: string, input: { meta_id: string, name: string, configuration: unknown }, now = Date.now()): Promise<WidgetRecord> {
-    if ((await this.list(profileId)).length >= MAX_WIDGETS_PER_USER) throw new TooManyWidgetsError()
-    const w: WidgetRecord = {
-      id: newToken(),
-      profile_id: profileId,
-      meta_id: input.meta_id,
-      name: input.name,
-      configuration: input.configuration,
-      // The basic bpm widget needs no premium plan.
-      premium: input.meta_id !== BASIC_WIDGET_META_ID,
-      created_at: now,
-      updated_at: now
-    }
-    await this.store.batch([
-      { type: 'put', sublevel: this.byId, key: w.id, value: w },
-      { type: 'put', sublevel: this.byProfile, key: `${profileId}!${w.id}`, value: '' }
-    ], { sync: true })
-    return w
+    return await this.lock.run(profileId, async () => {
+      if ((await this.list(profileId)).length >= MAX_WIDGETS_PER_USER) throw new TooManyWidgetsError()
+      const w: WidgetRecord = {
+        id: newToken(),
+        profile_id: profileId,
+        meta_id: input.meta_id,
+        name: input.name,
+        configuration: input.configuration,
+        // The basic bpm widget needs no premium plan.
+        premium: input.meta_id !== BASIC_WIDGET_META_ID,
+        created_at: now,
+        updated_at: now
+      }
+      await this.store.batch([
+        { type: 'put', sublevel: this.byId, key: w.id, value: w },
+        { type: 'put', sublevel: this.byProfile, key: `${profileId}!${w.id}`, value: '' }
+      ], { sync: true })
+      return w
+    })
   }
 
   /** A widget by id, whoever owns it (the overlay stream's capability check). */
@@ -80,24 +85,28 @@ export class Widgets {
 
   /** Updates the owner's widget; undefined when it does not exist or belongs to someone else. */
   async update (profileId: string, widgetId: string, change: { configuration: unknown, name?: string }, now = Date.now()): Promise<WidgetRecord | undefined> {
-    const w = await this.get(widgetId)
-    if (w === undefined || w.profile_id !== profileId) return undefined
-    const next: WidgetRecord = { ...w, configuration: change.configuration, updated_at: now }
-    if (change.name !== undefined) next.name = change.name
-    await this.store.batch([{ type: 'put', sublevel: this.byId, key: w.id, value: next }], { sync: true })
-    return next
+    return await this.lock.run(profileId, async () => {
+      const w = await this.get(widgetId)
+      if (w === undefined || w.profile_id !== profileId) return undefined
+      const next: WidgetRecord = { ...w, configuration: change.configuration, updated_at: now }
+      if (change.name !== undefined) next.name = change.name
+      await this.store.batch([{ type: 'put', sublevel: this.byId, key: w.id, value: next }], { sync: true })
+      return next
+    })
   }
 
   /** Deletes (revokes) the owner's widget; false when not found. */
   async delete (profileId: string, widgetId: string): Promise<boolean> {
-    const w = await this.get(widgetId)
-    if (w === undefined || w.profile_id !== profileId) return false
-    await this.store.batch([
-      { type: 'del', sublevel: this.byId, key: w.id },
-      { type: 'del', sublevel: this.byProfile, key: `${profileId}!${w.id}` }
-    ], { sync: true })
-    for (const fn of [...this.deleteListeners]) fn(w.id)
-    return true
+    return await this.lock.run(profileId, async () => {
+      const w = await this.get(widgetId)
+      if (w === undefined || w.profile_id !== profileId) return false
+      await this.store.batch([
+        { type: 'del', sublevel: this.byId, key: w.id },
+        { type: 'del', sublevel: this.byProfile, key: `${profileId}!${w.id}` }
+      ], { sync: true })
+      for (const fn of [...this.deleteListeners]) fn(w.id)
+      return true
+    })
   }
 
   /** Called with the id of every deleted widget (open overlay streams close); returns unsubscribe. */
