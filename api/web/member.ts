@@ -61,13 +61,15 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
     })
   })
 
-  /** Today's readings for the chart: {resolution, points: [[ms, bpm], ...]} (session only; no token). */
+  /** Today's readings for the chart: {resolution, points: [[ms, bpm], ...], from, to} (session only; no token). */
   app.get('/me/readings/today', async (request, reply) => {
     const session = sessionsOf(app).find(request)
     if (session?.profile_id == null) throw new ApiError('header_missing', { detail: 'sign in first' })
     const now = Date.now()
     reply.header('cache-control', 'no-store')
-    return await series(app.hr.readings, session.profile_id, startOfToday(now), now)
+    // from/to: today's window, the chart's time axis never leaves it (static/chart.js).
+    const from = startOfToday(now)
+    return { ...await series(app.hr.readings, session.profile_id, from, now), from, to: now }
   })
 
   await widgetRoutes(app)
