@@ -15,6 +15,7 @@ import { memberOf, sessionsOf } from './guard.ts'
 import { series, startOfToday } from './readings-view.ts'
 import { gameModRoutes } from './member-gamemod.ts'
 import { widgetRoutes } from './member-widgets.ts'
+import { roomVisibilityBlock, roomVisibilityRoutes } from './member-rooms.ts'
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -51,6 +52,7 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 <h2 id="chart-title">Today's heart rate</h2>
 <div id="chart" class="chart" role="img" aria-labelledby="chart-title" data-source="/me/readings/today"></div>
 <p id="chart-status" class="muted" role="status">Loading…</p>
+${roomVisibilityBlock(user, session.csrf)}
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
 <p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>`
@@ -74,5 +76,6 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 
   await widgetRoutes(app)
   await gameModRoutes(app)
+  await roomVisibilityRoutes(app)
 }
 
