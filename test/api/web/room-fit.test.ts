@@ -37,11 +37,9 @@ async function roomOf (svc: TestService, n: number, prefix: string): Promise<{ l
 }
 
 /** Fresh readings right before a page opens (a reading counts for 10 s). */
-async function readNow (members: Member[]): Promise<void> {
-  const url = svcUrl
+async function readNow (url: string, members: Member[]): Promise<void> {
   for (const m of members) if (m.fresh && (await postReading(url, m.token, m.bpm)) !== 200) throw new Error('reading refused')
 }
-let svcUrl = ''
 
 /** Opens the display with the room stream blocked (nothing but the first paint) and reads every tile's box. */
 async function firstPaint (browser: Browser, url: string, width: number, height: number, js = true): Promise<{ page: Page, tiles: Box[], close: () => Promise<void> }> {
@@ -72,13 +70,12 @@ function overlaps (a: Box, b: Box): boolean {
 
 t.test('every member fits the screen at first paint, without overlap', async t => {
   const svc = await startTestService(t)
-  svcUrl = svc.url
   const browser = await launch(t)
   for (const n of [8, 20, 40]) {
     const { link, members } = await roomOf(svc, n, `m${n}x`)
     for (const [width, height] of [[1920, 1080], [1280, 720]] as const) {
       await t.test(`${n} members at ${width}x${height}`, async t => {
-        await readNow(members)
+        await readNow(svc.url, members)
         const { page, tiles, close } = await firstPaint(browser, link, width, height)
         t.teardown(close)
         await page.screenshot({ path: join(ARTIFACTS, `room-fit-${n}-${width}x${height}.png`) })
@@ -114,7 +111,7 @@ t.test('every member fits the screen at first paint, without overlap', async t =
     }
     if (n === 8) {
       await t.test('server-rendered: the members and readings are there without JavaScript', async t => {
-        await readNow(members)
+        await readNow(svc.url, members)
         const { tiles, close } = await firstPaint(browser, link, 1920, 1080, false)
         t.teardown(close)
         t.equal(tiles.length, 8)
@@ -124,7 +121,7 @@ t.test('every member fits the screen at first paint, without overlap', async t =
         const live = members.filter(m => m.fresh)
         const byBpm = [...live].sort((a, b) => b.bpm - a.bpm).map(m => m.id)
         for (const order of ['bpm', 'zone']) {
-          await readNow(members)
+          await readNow(svc.url, members)
           const { page, tiles, close } = await firstPaint(browser, `${link}&order=${order}`, 1920, 1080)
           t.teardown(close)
           const visual = [...tiles].sort((a, b) => Math.round(a.y - b.y) || a.x - b.x).map(b => b.id)
