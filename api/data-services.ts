@@ -37,6 +37,7 @@ export async function buildDataServices (o: DataServicesOptions): Promise<DataSe
   const hub = new Hub({ log: o.log.child({ component: 'hub' }) })
   const rooms = new Rooms(o.store, (roomId, message) => { hub.publishRoomEvent(roomId, message) })
   await rooms.load()
+  await o.users.loadRoomHidden()
   hub.setRoomIndex(profileId => rooms.roomsOf(profileId))
   const pipeline = new Pipeline({
     store: o.store,

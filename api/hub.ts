@@ -18,6 +18,8 @@ export interface MemberConfig {
   max_heart_rate: number | null
   /** Lower bounds of heart-rate zones 1-5 in percent of max_heart_rate. */
   zones: number[]
+  /** Sent when the member hides from room displays (true) or comes back (false); absent otherwise. */
+  paused?: boolean
 }
 
 /** `config` of room_updated. */

@@ -25,7 +25,6 @@
 //   Both null when there are too few values; rr_dropped counts the artefacts.
 import { kcal, type Body } from './stats.ts'
 import { streamCredit } from './store/rollups.ts'
-// @ts-expect-error plain ES module served to the browser, no types (as in test/api/web/logic.test.ts)
 import { zoneOf } from './web/static/zones.js'
 
 /** One reading as sessions and exports use it. */

@@ -14,7 +14,7 @@ import { ApiError } from '../errors.ts'
 import { guard } from './data-auth.ts'
 import { profileOf } from './auth.ts'
 import { bindToToken, openStream, type Stream } from './stream-socket.ts'
-import { ROOM_KINDS, type RoomKind } from '../hub.ts'
+import { ROOM_KINDS, type RoomKind, type RoomMessage } from '../hub.ts'
 
 export function parseKinds (value: unknown): Set<RoomKind> {
   if (value === undefined) return new Set(['heart_rate'])
@@ -47,7 +47,7 @@ export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: stri
     // A removed member still gets the message about its own removal; then the stream closes.
     const ownRemoval = message.kind === 'room_member_removed' && viewer.kind === 'member' && message.room_member_removed.profile_id === viewer.profileId
     if (ok || ownRemoval) {
-      if (kinds.has(message.kind)) stream.send(JSON.stringify(message))
+      if (kinds.has(message.kind) && !hiddenFrom(app, message, viewer)) stream.send(JSON.stringify(message))
     }
     if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))
@@ -56,6 +56,13 @@ export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: stri
   // A change that landed between the handshake's check and the subscriptions above.
   if (!allowed()) stream.close(1008, 'no longer allowed in this room')
   return stream
+}
+
+/** A member hidden from room displays (README "Member pages"): their bpm never leaves the box, except on their own stream. */
+function hiddenFrom (app: FastifyInstance, message: RoomMessage, viewer: RoomViewer): boolean {
+  if (message.kind !== 'heart_rate') return false
+  const who = message.heart_rate.profile_id
+  return app.hr.users.roomHidden(who) && !(viewer.kind === 'member' && viewer.profileId === who)
 }
 
 /** The room id of the path; 404 JSON when there is no such room. */

@@ -22,7 +22,11 @@ export interface UserRecord {
   /** Features granted individually (spec 2.7). */
   features: string[]
   created_at: number
+  /** The member hides from room displays (README "Member pages"): until that time (ms), or until turned off (null). */
+  room_hidden?: RoomHidden
 }
+
+export interface RoomHidden { since: number, until: number | null }
 
 export interface NewUser {
   username: string
@@ -56,11 +60,17 @@ export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash'> {
   return rest
 }
 
+export function roomHiddenNow (hidden: RoomHidden | undefined, now = Date.now()): boolean {
+  return hidden !== undefined && (hidden.until === null || hidden.until > now)
+}
+
 export class Users {
   private readonly byId: Sub<UserRecord>
   private readonly byName: Sub<string>
   /** Per username (create) and per profile (update): read, decide, write, one at a time. */
   private readonly lock = new KeyedLock()
+  /** room_hidden of every user that has one, in memory: the room streams check it synchronously for each reading. */
+  private readonly hidden = new Map<string, RoomHidden>()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<UserRecord>('users')
@@ -101,6 +111,17 @@ export class Users {
     })
   }
 
+  /** Loads the in-memory room_hidden index (once at start, before the room streams open). */
+  async loadRoomHidden (): Promise<void> {
+    this.hidden.clear()
+    for await (const u of this.byId.values()) if (u.room_hidden !== undefined) this.hidden.set(u.profile_id, u.room_hidden)
+  }
+
+  /** Whether the member hides from room displays now (synchronous; see loadRoomHidden). */
+  roomHidden (profileId: string, now = Date.now()): boolean {
+    return roomHiddenNow(this.hidden.get(profileId), now)
+  }
+
   async get (profileId: string): Promise<UserRecord | undefined> {
     return await this.byId.get(profileId)
   }
@@ -123,6 +144,8 @@ export class Users {
       if (user === undefined) return undefined
       const next = change(structuredClone(user))
       await this.store.batch([{ type: 'put', sublevel: this.byId, key: profileId, value: next }], { sync: true })
+      if (next.room_hidden === undefined) this.hidden.delete(profileId)
+      else this.hidden.set(profileId, next.room_hidden)
       return next
     })
   }

@@ -16,6 +16,7 @@ import { series, startOfToday } from './readings-view.ts'
 import { gameModRoutes } from './member-gamemod.ts'
 import { widgetRoutes } from './member-widgets.ts'
 import { memberSessionRoutes, sessionsSection } from './member-sessions.ts'
+import { roomVisibilityBlock, roomVisibilityRoutes } from './member-rooms.ts'
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -52,6 +53,7 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 <h2 id="chart-title">Today's heart rate</h2>
 <div id="chart" class="chart" role="img" aria-labelledby="chart-title" data-source="/me/readings/today"></div>
 <p id="chart-status" class="muted" role="status">Loading…</p>
+${roomVisibilityBlock(user, session.csrf)}
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
 ${await sessionsSection(app, user.profile_id)}
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
@@ -63,17 +65,20 @@ ${await sessionsSection(app, user.profile_id)}
     })
   })
 
-  /** Today's readings for the chart: {resolution, points: [[ms, bpm], ...]} (session only; no token). */
+  /** Today's readings for the chart: {resolution, points: [[ms, bpm], ...], from, to} (session only; no token). */
   app.get('/me/readings/today', async (request, reply) => {
     const session = sessionsOf(app).find(request)
     if (session?.profile_id == null) throw new ApiError('header_missing', { detail: 'sign in first' })
     const now = Date.now()
     reply.header('cache-control', 'no-store')
-    return await series(app.hr.readings, session.profile_id, startOfToday(now), now)
+    // from/to: today's window, the chart's time axis never leaves it (static/chart.js).
+    const from = startOfToday(now)
+    return { ...await series(app.hr.readings, session.profile_id, from, now), from, to: now }
   })
 
   await widgetRoutes(app)
   await memberSessionRoutes(app)
   await gameModRoutes(app)
+  await roomVisibilityRoutes(app)
 }
 

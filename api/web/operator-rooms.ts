@@ -27,6 +27,7 @@ function roomSection (publicUrl: string, csrf: string, room: RoomRecord, usernam
   const link = displayUrl(publicUrl, room)
   return `<section class="room-item" aria-labelledby="r-${esc(p)}"><h2 id="r-${esc(p)}">${esc(room.name)}</h2>
 <p>Display link (open it on the gym screen; anyone with it can watch): <a class="mono display-link" href="${esc(link)}">${esc(link)}</a></p>
+<p>Tiles in name order; the same screen ordered <a class="display-order" href="${esc(link)}&amp;order=bpm">by heart rate</a> or <a class="display-order" href="${esc(link)}&amp;order=zone">by zone</a>.</p>
 ${postForm(`${base}/display/revoke`, csrf, `<button type="submit" class="danger">Revoke display link of ${esc(room.name)}</button>`)}
 ${table(`Members of ${room.name}`, ['Display name', 'User', 'Max heart rate', ''], members, 'no members yet')}
 ${postForm(`${base}/members`, csrf, `<fieldset><legend>Add or update a member of ${esc(room.name)}</legend>

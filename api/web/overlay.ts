@@ -5,9 +5,11 @@
 // /rooms/<room_id>/stream?display_id=... (api/http, issue 3).
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.ts'
+import type { RoomRecord } from '../store/rooms.ts'
 import { esc, jsonBlock, sendHtml } from './html.ts'
 import { caloriesSince, startOfToday, trend } from './readings-view.ts'
 import { maxHeartRate } from './zones.ts'
+import { compareMembers, DEFAULT_BOUNDS, ORDERS, trendPoints, zoneOf, ZONE_NAMES } from './static/zones.js'
 
 const ID = { type: 'string', minLength: 1, maxLength: 100 } as const
 
@@ -33,7 +35,17 @@ export interface DisplayMember {
   calories_today_kcal: number
   /** [measured_at, bpm] of the last five minutes, oldest first. */
   trend: Array<[number, number]>
+  /** The member hides from room displays (README "Member pages"): no latest, trend or calories then. */
+  paused: boolean
+  /** When the pause ends (ms), null until the member turns it off; null when not paused. */
+  paused_until: number | null
 }
+
+export interface DisplayState { room: { room_id: string, name: string }, members: DisplayMember[], server_now: number }
+
+/** A reading older than this is shown as "no signal" (static/room.js keeps the same bound). */
+export const STALE_MS = 10_000
+const TREND_MS = 5 * 60_000
 
 const displayStateSchema = {
   200: {
@@ -53,13 +65,71 @@ const displayStateSchema = {
             zones: { type: 'array', items: { type: 'number' } },
             latest: { type: ['object', 'null'], properties: { measured_at: { type: 'number' }, heart_rate: { type: 'number' } } },
             calories_today_kcal: { type: 'number' },
-            trend: { type: 'array', items: { type: 'array', items: { type: 'number' } } }
+            trend: { type: 'array', items: { type: 'array', items: { type: 'number' } } },
+            paused: { type: 'boolean' },
+            paused_until: { type: ['number', 'null'] }
           }
         }
-      }
+      },
+      server_now: { type: 'number' }
     }
   }
 } as const
+
+/** The members of a room with their last readings, as the display shows them; hidden members carry no heart-rate data. */
+async function displayState (app: FastifyInstance, room: RoomRecord, now: number): Promise<DisplayState> {
+  const midnight = startOfToday(now)
+  const members: DisplayMember[] = []
+  for (const m of room.members) {
+    const user = await app.hr.users.get(m.profile_id)
+    const max = maxHeartRate(m.max_heart_rate, user?.max_heart_rate, user?.age)
+    const paused = app.hr.users.roomHidden(m.profile_id, now)
+    const latest = paused ? undefined : await app.hr.readings.latest(m.profile_id)
+    members.push({
+      profile_id: m.profile_id,
+      display_name: m.display_name,
+      max_heart_rate: max.bpm,
+      max_source: max.source,
+      zones: m.zones,
+      latest: latest === undefined ? null : { measured_at: latest.measured_at, heart_rate: latest.heart_rate },
+      calories_today_kcal: paused ? 0 : await caloriesSince(app.hr.readings, m.profile_id, midnight, now, user ?? {}),
+      trend: paused ? [] : await trend(app.hr.readings, m.profile_id, now - TREND_MS, now),
+      paused,
+      paused_until: paused ? user?.room_hidden?.until ?? null : null
+    })
+  }
+  return { room: { room_id: room.room_id, name: room.name }, members, server_now: now }
+}
+
+type Order = 'name' | 'bpm' | 'zone'
+const orderOf = (value: unknown): Order => (ORDERS as unknown[]).includes(value) ? value as Order : 'name'
+
+/** One tile of the first paint; static/room.js takes it over. */
+function tileHtml (m: DisplayMember, now: number): string {
+  const live = !m.paused && m.latest !== null && now - m.latest.measured_at <= STALE_MS
+  const z = live && m.latest !== null ? zoneOf(m.latest.heart_rate, m.max_heart_rate, m.zones) : null
+  const state = m.paused ? 'paused' : live ? 'live' : 'no-signal'
+  const zoneText = m.paused ? 'paused' : z === null ? 'no signal' : `${z.percent}% · ${z.name}`
+  const num = live && m.latest !== null ? String(Math.round(m.latest.heart_rate)) : '--'
+  const kcal = m.paused ? '' : `${Math.round(m.calories_today_kcal)} kcal today`
+  return `<article class="tile" data-profile-id="${esc(m.profile_id)}" data-state="${state}"${z === null ? '' : ` data-zone="${z.index}"`}>` +
+    `<h2 class="name">${esc(m.display_name)}</h2><p class="bpm"><span class="num">${num}</span><span class="unit"> bpm</span></p>` +
+    `<p class="zone">${esc(zoneText)}</p><p class="kcal">${esc(kcal)}</p>` +
+    `<svg viewBox="0 0 300 60" class="trend" aria-hidden="true" preserveAspectRatio="none"><polyline vector-effect="non-scaling-stroke" points="${esc(m.paused ? '' : trendPoints(m.trend, now, TREND_MS, 300, 60))}"></polyline></svg></article>`
+}
+
+function sortKey (m: DisplayMember, now: number): { name: string, bpm: number | null, percent: number, zone: number } {
+  const live = !m.paused && m.latest !== null && now - m.latest.measured_at <= STALE_MS
+  const z = live && m.latest !== null ? zoneOf(m.latest.heart_rate, m.max_heart_rate, m.zones) : null
+  return { name: m.display_name, bpm: z === null || m.latest === null ? null : m.latest.heart_rate, percent: z?.percent ?? 0, zone: z?.index ?? 0 }
+}
+
+/** The zone legend: the five zones of the maximum heart rate, then the two states without a number. */
+function legendHtml (): string {
+  const zones = DEFAULT_BOUNDS.map((lo, i) => `<li data-zone="${i + 1}"><span class="swatch"></span>${esc(ZONE_NAMES[i + 1] ?? '')} ${lo}–${DEFAULT_BOUNDS[i + 1] ?? 100} %</li>`)
+  return `<ul class="legend" aria-label="Heart-rate zones, percent of each member's maximum heart rate">${zones.join('')}` +
+    '<li data-state="no-signal"><span class="swatch"></span>no signal</li><li data-state="paused"><span class="swatch"></span>paused</li></ul>'
+}
 
 export async function overlayRoutes (app: FastifyInstance): Promise<void> {
   app.get('/widgets/:widget_id/view', { schema: { params: { type: 'object', properties: { widget_id: ID } } } }, async (request, reply) => {
@@ -73,7 +143,7 @@ export async function overlayRoutes (app: FastifyInstance): Promise<void> {
     return await sendHtml(reply, 200, overlayPage(widget.name, '/web/static/widget.css', body, '/web/static/widget.js', 'overlay'), { frameable: true })
   })
 
-  const displayQuery = { type: 'object', properties: { display_id: { type: 'string', maxLength: 100 } } } as const
+  const displayQuery = { type: 'object', properties: { display_id: { type: 'string', maxLength: 100 }, order: { type: 'string', maxLength: 10 } } } as const
   const roomParams = { type: 'object', properties: { room_id: ID } } as const
 
   app.get('/rooms/:room_id/display', { schema: { params: roomParams, querystring: displayQuery } }, async (request, reply) => {
@@ -83,10 +153,16 @@ export async function overlayRoutes (app: FastifyInstance): Promise<void> {
     if (room === undefined || displayId === undefined || !app.hr.rooms.displayAllowed(roomId, displayId)) {
       return await sendHtml(reply, 404, gonePage('Display not found', 'This room display link does not exist or was revoked. Ask the operator for the current link.'))
     }
-    const body = `<div id="room" class="room" data-room-id="${esc(room.room_id)}" data-connection="connecting">
-<header><h1 id="room-name">${esc(room.name)}</h1><p id="connection" class="connection" role="status" aria-live="polite">connecting…</p></header>
-<section id="tiles" class="tiles" aria-label="Members"></section><p class="empty">No members in this room yet.</p>
-</div>`
+    const now = Date.now()
+    const state = await displayState(app, room, now)
+    const order = orderOf((request.query as { order?: unknown }).order)
+    const sorted = [...state.members].sort((a, b) => compareMembers(order, sortKey(a, now), sortKey(b, now)))
+    // First paint: the tiles and the state they came from (static/room.js takes over from the embedded state).
+    const body = `<div id="room" class="room" data-room-id="${esc(room.room_id)}" data-order="${order}" data-connection="connecting">
+<header><h1 id="room-name">${esc(room.name)}</h1><p id="connection" class="connection" role="status" aria-live="polite"></p></header>
+${legendHtml()}
+<section id="tiles" class="tiles" aria-label="Members">${sorted.map(m => tileHtml(m, now)).join('')}</section><p class="empty">No members in this room yet.</p>
+</div>${jsonBlock('room-state', state)}`
     return await sendHtml(reply, 200, overlayPage(room.name, '/web/static/room.css', body, '/web/static/room.js'))
   })
 
@@ -98,24 +174,6 @@ export async function overlayRoutes (app: FastifyInstance): Promise<void> {
     if (room === undefined || displayId === undefined || !app.hr.rooms.displayAllowed(roomId, displayId)) {
       throw new ApiError('not_found', { detail: 'no such room display' })
     }
-    const now = Date.now()
-    const midnight = startOfToday(now)
-    const members: DisplayMember[] = []
-    for (const m of room.members) {
-      const user = await app.hr.users.get(m.profile_id)
-      const max = maxHeartRate(m.max_heart_rate, user?.max_heart_rate, user?.age)
-      const latest = await app.hr.readings.latest(m.profile_id)
-      members.push({
-        profile_id: m.profile_id,
-        display_name: m.display_name,
-        max_heart_rate: max.bpm,
-        max_source: max.source,
-        zones: m.zones,
-        latest: latest === undefined ? null : { measured_at: latest.measured_at, heart_rate: latest.heart_rate },
-        calories_today_kcal: await caloriesSince(app.hr.readings, m.profile_id, midnight, now, user ?? {}),
-        trend: await trend(app.hr.readings, m.profile_id, now - 5 * 60_000, now)
-      })
-    }
-    return { room: { room_id: room.room_id, name: room.name }, members }
+    return await displayState(app, room, Date.now())
   })
 }

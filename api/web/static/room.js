@@ -1,20 +1,30 @@
-// The room display: one tile per member, live from the room stream (the
-// display key in the URL is the capability). Tiles come and go with the
-// membership messages; calories are refreshed from the state route.
+// The room display: one tile per member, sized to fill the screen. The first
+// paint comes from the server (tiles plus the embedded #room-state); this
+// script takes the tiles over, then follows the room stream (the display key
+// in the URL is the capability). Tiles come and go with the membership
+// messages; calories and pauses are refreshed from the state route.
 import { openLive, wsUrl } from './live.js'
-import { zoneOf, trendPoints } from './zones.js'
+import { zoneOf, trendPoints, compareMembers, ORDERS } from './zones.js'
+import { gridFor } from './room-layout.js'
 
 const root = document.getElementById('room')
 const grid = document.getElementById('tiles')
 const titleEl = document.getElementById('room-name')
 const connEl = document.getElementById('connection')
 const roomId = root.dataset.roomId
-const key = new URLSearchParams(window.location.search).get('display_id') ?? ''
+const params = new URLSearchParams(window.location.search)
+const key = params.get('display_id') ?? ''
+const order = ORDERS.includes(params.get('order')) ? params.get('order') : 'name'
 const q = `display_id=${encodeURIComponent(key)}`
 const TREND_MS = 5 * 60 * 1000
+/** A reading older than this is "no signal" (api/web/overlay.ts STALE_MS). */
 const STALE_MS = 10000
 const SVG = 'http://www.w3.org/2000/svg'
 const tiles = new Map()
+const initial = JSON.parse(document.getElementById('room-state')?.textContent ?? 'null')
+/** Server time minus page time: readings are timed by the server's clock. */
+const skew = Number.isFinite(initial?.server_now) ? initial.server_now - Date.now() : 0
+const serverNow = () => Date.now() + skew
 
 function el (tag, cls, text) {
   const e = document.createElement(tag)
@@ -23,30 +33,34 @@ function el (tag, cls, text) {
   return e
 }
 
+function newNode (id) {
+  const node = el('article', 'tile')
+  node.dataset.profileId = id
+  node.dataset.state = 'no-signal'
+  const bpm = el('p', 'bpm')
+  bpm.append(el('span', 'num', '--'), el('span', 'unit', ' bpm'))
+  const svg = document.createElementNS(SVG, 'svg')
+  svg.setAttribute('viewBox', '0 0 300 60')
+  svg.setAttribute('class', 'trend')
+  svg.setAttribute('aria-hidden', 'true')
+  svg.setAttribute('preserveAspectRatio', 'none')
+  const line = document.createElementNS(SVG, 'polyline')
+  line.setAttribute('vector-effect', 'non-scaling-stroke')
+  svg.append(line)
+  node.append(el('h2', 'name'), bpm, el('p', 'zone', 'no signal'), el('p', 'kcal'), svg)
+  grid.append(node)
+  return node
+}
+
 function tileFor (m) {
   let t = tiles.get(m.profile_id)
   if (!t) {
-    const node = el('article', 'tile')
-    node.dataset.profileId = m.profile_id
-    node.dataset.state = 'no-signal'
-    const name = el('h2', 'name')
-    const bpm = el('p', 'bpm')
-    const num = el('span', 'num', '--')
-    bpm.append(num, el('span', 'unit', ' bpm'))
-    const zone = el('p', 'zone', 'no signal')
-    const kcal = el('p', 'kcal')
-    const svg = document.createElementNS(SVG, 'svg')
-    svg.setAttribute('viewBox', '0 0 300 60')
-    svg.setAttribute('class', 'trend')
-    svg.setAttribute('aria-hidden', 'true')
-    svg.setAttribute('preserveAspectRatio', 'none')
-    const line = document.createElementNS(SVG, 'polyline')
-    line.setAttribute('vector-effect', 'non-scaling-stroke')
-    svg.append(line)
-    node.append(name, bpm, zone, kcal, svg)
-    t = { node, name, num, zone, kcal, line, member: m, samples: [], timer: undefined, kcalValue: 0 }
+    // A tile of the first paint, else a new one.
+    const node = [...grid.children].find(n => n.dataset.profileId === m.profile_id) ?? newNode(m.profile_id)
+    const $ = s => node.querySelector(s)
+    t = { node, name: $('.name'), num: $('.num'), zone: $('.zone'), kcal: $('.kcal'), line: $('polyline'), member: { paused: false }, samples: [], timer: undefined, kcalValue: 0, sort: null }
     tiles.set(m.profile_id, t)
-    grid.append(node)
+    layout()
   }
   for (const [k, v] of Object.entries(m)) if (v !== undefined) t.member[k] = v
   t.name.textContent = t.member.display_name ?? t.member.name ?? 'Member'
@@ -56,29 +70,58 @@ function tileFor (m) {
 
 function setKcal (t, v) {
   if (Number.isFinite(v)) t.kcalValue = v
-  t.kcal.textContent = `${Math.round(t.kcalValue)} kcal today`
+  t.kcal.textContent = t.member.paused ? '' : `${Math.round(t.kcalValue)} kcal today`
 }
 
-function stale (t) {
-  t.node.dataset.state = 'no-signal'
+function blank (t, state, text) {
+  clearTimeout(t.timer)
+  t.node.dataset.state = state
+  delete t.node.dataset.zone
   t.num.textContent = '--'
-  t.zone.textContent = 'no signal'
-  t.node.style.removeProperty('--zone')
+  t.zone.textContent = text
+  t.sort = null
+}
+
+function stale (t) { blank(t, 'no-signal', 'no signal'); reorder() }
+
+/** The member hides from room displays: no number, no trend, no calories until the pause ends. */
+function paused (t) {
+  t.member.paused = true
+  blank(t, 'paused', 'paused')
+  t.samples = []
+  t.line.setAttribute('points', '')
+  setKcal(t)
+  reorder()
 }
 
 function reading (t, bpm, at) {
+  t.member.paused = false
   const z = zoneOf(bpm, t.member.max_heart_rate, t.member.zones)
   t.node.dataset.state = 'live'
   t.node.dataset.zone = String(z.index)
-  t.node.style.setProperty('--zone', z.color)
   t.num.textContent = String(Math.round(bpm))
   t.zone.textContent = `${z.percent}% · ${z.name}`
-  t.samples.push([at, bpm])
-  const cut = Date.now() - TREND_MS
-  while (t.samples.length > 0 && t.samples[0][0] < cut) t.samples.shift()
-  t.line.setAttribute('points', trendPoints(t.samples, Date.now(), TREND_MS, 300, 60))
+  setKcal(t)
+  t.sort = { bpm, percent: z.percent, zone: z.index }
+  if (t.samples.length === 0 || t.samples[t.samples.length - 1][0] < at) t.samples.push([at, bpm])
+  const now = serverNow()
+  while (t.samples.length > 0 && t.samples[0][0] < now - TREND_MS) t.samples.shift()
+  t.line.setAttribute('points', trendPoints(t.samples, now, TREND_MS, 300, 60))
   clearTimeout(t.timer)
-  t.timer = setTimeout(() => stale(t), STALE_MS)
+  t.timer = setTimeout(() => stale(t), Math.max(0, STALE_MS - (now - at)))
+  reorder()
+}
+
+/** Applies one member of the state (first paint or refresh). */
+function adopt (m) {
+  const t = tileFor(m)
+  if (m.paused) { paused(t); return }
+  if (t.member.paused || t.samples.length === 0) {
+    t.member.paused = false
+    t.samples = [...m.trend]
+    if (m.latest && serverNow() - m.latest.measured_at <= STALE_MS) reading(t, m.latest.heart_rate, m.latest.measured_at)
+    else stale(t)
+  }
 }
 
 function removeTile (id) {
@@ -87,6 +130,24 @@ function removeTile (id) {
   clearTimeout(t.timer)
   t.node.remove()
   tiles.delete(id)
+  layout()
+}
+
+/** The tile order of ?order= (CSS order, so no tile moves in the DOM). */
+function reorder () {
+  const all = [...tiles.values()]
+  const key = t => ({ name: t.name.textContent, bpm: t.sort?.bpm ?? null, percent: t.sort?.percent ?? 0, zone: t.sort?.zone ?? 0 })
+  all.sort((a, b) => compareMembers(order, key(a), key(b)))
+  all.forEach((t, i) => { t.node.style.order = String(i) })
+}
+
+/** Columns x rows for the tiles in the space the grid has; the type scales with the tile (room.css). */
+function layout () {
+  const gap = parseFloat(getComputedStyle(grid).rowGap) || 0
+  const { cols, rows } = gridFor(tiles.size, grid.clientWidth, grid.clientHeight, gap)
+  grid.style.setProperty('--cols', String(cols))
+  grid.style.setProperty('--rows', String(rows))
+  root.dataset.grid = `${cols}x${rows}`
 }
 
 async function refresh () {
@@ -95,18 +156,17 @@ async function refresh () {
   const state = await res.json()
   titleEl.textContent = state.room.name
   const seen = new Set()
-  for (const m of state.members) {
-    seen.add(m.profile_id)
-    const t = tileFor(m)
-    if (t.samples.length === 0) {
-      for (const s of m.trend) t.samples.push(s)
-      if (m.latest && Date.now() - m.latest.measured_at < STALE_MS) reading(t, m.latest.heart_rate, m.latest.measured_at)
-    }
-  }
+  for (const m of state.members) { seen.add(m.profile_id); adopt(m) }
   for (const id of [...tiles.keys()]) if (!seen.has(id)) removeTile(id)
+  reorder()
 }
 
-const CONN = { connecting: 'connecting…', reconnecting: 'reconnecting…', waiting: '', live: '', 'no-signal': '', gone: 'This display link was revoked. Ask the operator for the new link.' }
+if (initial) for (const m of initial.members) adopt(m)
+reorder()
+layout()
+new ResizeObserver(() => layout()).observe(grid)
+
+const CONN = { connecting: '', reconnecting: 'reconnecting…', waiting: '', live: '', 'no-signal': '', gone: 'This display link was revoked. Ask the operator for the new link.' }
 
 openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rate,room_member_updated,room_member_removed,room_updated`), {
   staleMs: 0,
@@ -114,7 +174,7 @@ openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rat
   stillValid: async () => (await fetch(`/rooms/${encodeURIComponent(roomId)}/display/state?${q}`, { cache: 'no-store' })).status !== 404,
   onOpen () { refresh().catch(() => {}) },
   onMessage (msg) {
-    const at = Date.parse(msg?.timestamp) || Date.now()
+    const at = Date.parse(msg?.timestamp) || serverNow()
     if (msg?.kind === 'heart_rate') {
       const p = msg.heart_rate
       const t = tiles.get(p?.profile_id)
@@ -125,7 +185,10 @@ openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rat
       const p = msg.room_member_updated
       if (typeof p?.profile_id !== 'string') return true
       const known = tiles.has(p.profile_id)
-      tileFor({ profile_id: p.profile_id, display_name: p.config?.display_name, zones: p.config?.zones })
+      const t = tileFor({ profile_id: p.profile_id, display_name: p.config?.display_name, zones: p.config?.zones })
+      // config.paused: the member hid from room displays, or came back (README "Member pages").
+      if (p.config?.paused === true) paused(t)
+      else if (p.config?.paused === false && t.member.paused) { t.member.paused = false; stale(t) }
       // The server resolves the maximum heart rate (config, user, age, default) and today's calories.
       if (!known || p.config?.max_heart_rate !== undefined) refresh().catch(() => {})
       return true

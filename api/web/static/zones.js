@@ -36,3 +36,27 @@ export function trendPoints (samples, now, windowMs, w, h) {
     return `${x.toFixed(1)},${y.toFixed(1)}`
   }).join(' ')
 }
+
+/** Orders of the room display's tiles (`?order=` of the display link). */
+export const ORDERS = ['name', 'bpm', 'zone']
+
+/**
+ * Tile order of the room display, the same on the server (first paint) and
+ * in the page: a and b are { name, bpm, percent, zone } with bpm null for a
+ * member without a live reading (no signal, paused). 'name': by name;
+ * 'bpm': live members by bpm, highest first; 'zone': by zone, then percent of
+ * the maximum. Members without a reading follow, by name.
+ */
+export function compareMembers (order, a, b) {
+  if (order === 'bpm' || order === 'zone') {
+    const la = a.bpm !== null; const lb = b.bpm !== null
+    if (la !== lb) return la ? -1 : 1
+    if (la) {
+      if (order === 'zone' && a.zone !== b.zone) return b.zone - a.zone
+      const d = order === 'zone' ? b.percent - a.percent : b.bpm - a.bpm
+      if (d !== 0) return d
+    }
+  }
+  const x = a.name.toLowerCase(); const y = b.name.toLowerCase()
+  return x < y ? -1 : x > y ? 1 : 0
+}

@@ -4,7 +4,6 @@
 import t from 'tap'
 // @ts-expect-error plain ES module served to the browser, no types
 import { normalizeConfig, colorFor, beatSeconds, bpmOf } from '../../../api/web/static/widget-logic.js'
-// @ts-expect-error plain ES module served to the browser, no types
 import { zoneOf, trendPoints, ZONE_COLORS } from '../../../api/web/static/zones.js'
 import { maxHeartRate, DEFAULT_MAX_HR } from '../../../api/web/zones.ts'
 import { parseWidgetForm, editable, DEFAULT_CONFIG } from '../../../api/web/widget-form.ts'
@@ -123,4 +122,17 @@ t.test('JSON data blocks cannot be closed early', async t => {
   const block = jsonBlock('cfg', { font: '</script><script>alert(1)</script>', sep: '\u2028' })
   t.notMatch(block.slice(0, -'</script>'.length), /<\/script>/i)
   t.equal(block, '<script type="application/json" id="cfg">{"font":"\\u003c/script>\\u003cscript>alert(1)\\u003c/script>","sep":"\\u2028"}</script>')
+})
+
+t.test('room display: zone colours of room.css are ZONE_COLORS; the grid makes the largest tiles', async t => {
+  const { readFile } = await import('node:fs/promises')
+  const css = await readFile(new URL('../../../api/web/static/room.css', import.meta.url), 'utf8')
+  const rules = [...css.matchAll(/\[data-zone="(\d)"\] \{ --zone: (#[0-9a-f]{6}); \}/g)].map(m => [Number(m[1]), m[2]])
+  t.same(rules, (ZONE_COLORS as string[]).map((c, i) => [i, c]))
+  const { gridFor } = await import('../../../api/web/static/room-layout.js' as string) as { gridFor: (n: number, w: number, h: number, gap: number) => { cols: number, rows: number } }
+  t.same(gridFor(8, 1858, 910, 13), { cols: 4, rows: 2 })
+  t.same(gridFor(40, 1858, 910, 13), { cols: 8, rows: 5 })
+  t.same(gridFor(1, 1858, 910, 13), { cols: 1, rows: 1 })
+  t.same(gridFor(0, 1858, 910, 13), { cols: 1, rows: 1 })
+  t.same(gridFor(3, 400, 1200, 10), { cols: 1, rows: 3 }, 'a portrait screen stacks')
 })

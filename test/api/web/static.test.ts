@@ -49,12 +49,15 @@ t.test('page headers, escaping, and the display state behind its capability', as
   const state = await fetch(`${svc.url}/rooms/${room.room_id}/display/state?display_id=${room.display_id}`)
   t.equal(state.status, 200)
   t.equal(state.headers.get('cache-control'), 'no-store')
-  const body = await state.json() as { room: unknown, members: Array<Record<string, unknown>> }
+  const body = await state.json() as { room: unknown, members: Array<Record<string, unknown>>, server_now: number }
+  t.ok(Math.abs(body.server_now - Date.now()) < 60_000, 'server time for the no-signal rule')
   t.same(body.room, { room_id: room.room_id, name: 'Morning <b>HIIT</b>' })
-  t.same(body.members, [{ profile_id: profile, display_name: 'Eve', max_heart_rate: 185, max_source: 'configured', zones: [50, 60, 70, 80, 90], latest: null, calories_today_kcal: 0, trend: [] }])
+  t.same(body.members, [{ profile_id: profile, display_name: 'Eve', max_heart_rate: 185, max_source: 'configured', zones: [50, 60, 70, 80, 90], latest: null, calories_today_kcal: 0, trend: [], paused: false, paused_until: null }])
   const page = await fetch(`${svc.url}/rooms/${room.room_id}/display?display_id=${room.display_id}`)
   t.equal(page.status, 200)
-  t.match(await page.text(), /<h1 id="room-name">Morning &lt;b&gt;HIIT&lt;\/b&gt;<\/h1>/)
+  const display = await page.text()
+  t.match(display, /<h1 id="room-name">Morning &lt;b&gt;HIIT&lt;\/b&gt;<\/h1>/)
+  t.notMatch(display, /<b>HIIT/, 'the embedded state escapes < too')
 
   for (const q of ['', '?display_id=', `?display_id=${room.room_id}`, `?display_id=${room.display_id}x`]) {
     const s = await fetch(`${svc.url}/rooms/${room.room_id}/display/state${q}`)

@@ -1,0 +1,73 @@
+// The member page's "Today's heart rate" chart in real Chromium with 0, 1, 2
+// and many readings: the time axis uPlot draws (its x scale, kept in the
+// chart's data-x-min / data-x-max) lies within today, around the readings.
+import t, { type Test } from 'tap'
+import { join } from 'node:path'
+import type { Browser } from 'playwright-core'
+import { startTestService, type TestService } from '../../helpers/service.ts'
+import { ARTIFACTS, launch, newPage, postReading, text, until } from '../../helpers/browser.ts'
+import { startOfToday } from '../../../api/web/readings-view.ts'
+
+interface PageElement { getAttribute (name: string): string | null }
+declare const document: { querySelector (selector: string): PageElement | null }
+
+async function chartOf (t: Test, svc: TestService, browser: Browser, username: string, readings: number[]): Promise<{ min: number, max: number, status: string | null, points: string | null }> {
+  const write = await svc.token(username, 'data:heart_rate:write')
+  for (const at of readings) t.equal(await postReading(svc.url, write, 100 + (at % 50), at), 200)
+  const errors: string[] = []
+  const { page, context } = await newPage(browser, errors)
+  t.teardown(async () => { await context.close() })
+  await page.goto(`${svc.url}/me`)
+  await page.getByLabel('Username').fill(username)
+  await page.getByLabel('Password').fill('password123')
+  await Promise.all([page.waitForURL(`${svc.url}/me`), page.getByRole('button', { name: 'Sign in' }).click()])
+  await until(page, () => document.querySelector('#chart')?.getAttribute('data-x-max') != null, undefined)
+  await page.screenshot({ path: join(ARTIFACTS, `member-chart-${readings.length}.png`) })
+  t.same(errors, [], 'no page errors')
+  return {
+    min: Number(await page.locator('#chart').getAttribute('data-x-min')),
+    max: Number(await page.locator('#chart').getAttribute('data-x-max')),
+    status: await text(page, '#chart-status'),
+    points: await page.locator('#chart').getAttribute('data-points')
+  }
+}
+
+t.test('the chart\'s time axis is today for 0, 1, 2 and many readings', async t => {
+  const svc = await startTestService(t)
+  const browser = await launch(t)
+  const now = Date.now()
+  const midnight = startOfToday(now)
+  // Readings a few minutes back, never before midnight (a run just after midnight stays today).
+  const back = (ms: number): number => Math.max(midnight, now - ms)
+  const today = (t: Test, r: { min: number, max: number }): void => {
+    t.ok(r.min >= midnight, `axis starts today (${new Date(r.min).toISOString()})`)
+    t.ok(r.max <= Date.now() + 1000, `axis ends by now (${new Date(r.max).toISOString()})`)
+    t.ok(r.max > r.min, 'a non-empty range')
+  }
+
+  await svc.user('zero')
+  const zero = await chartOf(t, svc, browser, 'zero', [])
+  today(t, zero)
+  t.equal(zero.status, 'No readings today yet.')
+  t.equal(zero.points, '0')
+
+  await svc.user('one')
+  const single = back(60_000)
+  const one = await chartOf(t, svc, browser, 'one', [single])
+  today(t, one)
+  t.ok(one.min <= single && single <= one.max, 'the reading is on the axis')
+  t.ok(one.max - one.min <= 10 * 60_000, `at most ten minutes wide (${one.max - one.min} ms)`)
+  t.equal(one.points, '1')
+
+  await svc.user('two')
+  const two = await chartOf(t, svc, browser, 'two', [back(90_000), back(30_000)])
+  today(t, two)
+  t.ok(two.min <= back(90_000) && back(30_000) <= two.max, 'both readings on the axis')
+  t.ok(two.max - two.min <= 10 * 60_000)
+
+  await svc.user('many')
+  const times = Array.from({ length: 300 }, (_, i) => back(300_000 - i * 1000))
+  const many = await chartOf(t, svc, browser, 'many', [...new Set(times)])
+  today(t, many)
+  t.ok(many.min <= times[0]! && times[times.length - 1]! <= many.max, 'every reading on the axis')
+})
