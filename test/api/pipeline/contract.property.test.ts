@@ -48,7 +48,7 @@ const window = measuredAtWindow({ now: NOW, rawRetentionDays: RETENTION.rawDays 
 // Values around every limit, in and out of the contract.
 const measuredAt = fc.oneof(fc.integer({ min: window.min, max: window.max }), fc.integer({ min: NOW - 40 * DAY, max: NOW + 20 * 60_000 }), fc.constantFrom(946_684_799_999, 946_684_800_000, 9_999_999_999_999))
 const bpm = fc.oneof(fc.integer({ min: -3, max: 305 }), fc.constantFrom(0, 300, 301, 1000))
-const rr = fc.array(fc.oneof(fc.integer({ min: 1, max: 2000 }), fc.constantFrom(0, 1, 65535, 65536)), { maxLength: 70 })
+const rr = fc.array(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 2000 }), weight: 60 }, { arbitrary: fc.constantFrom(0, 1, 65535, 65536), weight: 1 }), { maxLength: 70, size: 'max' })
 const payload = fc.record({
   measured_at: measuredAt,
   heart_rate: bpm,
