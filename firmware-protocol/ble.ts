@@ -4,6 +4,7 @@
 // marked GSS (GATT Specification Supplement, characteristic definitions) or
 // BAS.
 import { ProtocolError } from './errors.ts'
+import { checkReading } from './reading-contract.ts'
 
 const BASE_UUID_SUFFIX = '-0000-1000-8000-00805f9b34fb'
 
@@ -141,6 +142,31 @@ export function decodeHeartRateMeasurement (bytes: Uint8Array): HeartRateMeasure
     }
   }
   return result
+}
+
+/** The reading fields a Heart Rate Measurement carries, in the reading contract's terms. */
+export interface MeasurementReading {
+  heart_rate: number
+  rr_intervals_ms?: number[]
+  energy_expended_kj?: number
+  sensor_contact?: boolean
+}
+
+/**
+ * The reading a decoded measurement gives, checked against the reading
+ * contract (reading-contract.ts): throws 'out_of_range' when the strap sent a
+ * value the relay would not store (a bpm above the contract's maximum, more RR
+ * intervals than it allows, an RR interval of 0). `measured_at` is the
+ * caller's, checked against the absolute bounds.
+ */
+export function measurementReading (m: HeartRateMeasurement, measuredAt: number): MeasurementReading {
+  const out: MeasurementReading = { heart_rate: m.heart_rate }
+  if (m.rr_intervals_ms.length > 0) out.rr_intervals_ms = m.rr_intervals_ms
+  if (m.energy_expended_kj !== undefined) out.energy_expended_kj = m.energy_expended_kj
+  if (m.sensor_contact !== 'unsupported') out.sensor_contact = m.sensor_contact === 'detected'
+  const violation = checkReading({ measured_at: measuredAt, ...out })
+  if (violation !== undefined) throw new ProtocolError('out_of_range', `${violation.path}: ${violation.message}`)
+  return out
 }
 
 function assertUint (value: unknown, max: number, what: string): number {

@@ -5,6 +5,7 @@
 // schemas/device-heart-rate.schema.json (a test keeps the two in agreement).
 import { ProtocolError } from './errors.ts'
 import { isValidDeviceId, isValidProfileId } from './device-id.ts'
+import { BATTERY_PERCENT, ENERGY_KJ, HEART_RATE, MEASURED_AT, RR_INTERVAL_MS, RR_MAX_COUNT } from './reading-contract.ts'
 
 export { isValidDeviceId, isValidProfileId, DEVICE_ID_PATTERN, PROFILE_ID_PATTERN } from './device-id.ts'
 
@@ -71,14 +72,18 @@ export interface DeviceHeartRatePayload {
   battery_percent?: number
 }
 
-/** Bounds shared with the JSON Schema file; keep both in step. */
+/**
+ * Bounds of the device payload: the reading contract's (reading-contract.ts),
+ * which the ingest pipeline applies too. The JSON Schema file repeats them
+ * (a test keeps it equal).
+ */
 export const PAYLOAD_LIMITS = {
-  measured_at: { min: 946684800000, max: 8640000000000000 },
-  heart_rate: { min: 0, max: 300 },
-  rr_interval_ms: { min: 1, max: 65535 },
-  rr_intervals_max_items: 64,
-  energy_expended_kj: { min: 0, max: 65535 },
-  battery_percent: { min: 0, max: 100 }
+  measured_at: MEASURED_AT,
+  heart_rate: HEART_RATE,
+  rr_interval_ms: RR_INTERVAL_MS,
+  rr_intervals_max_items: RR_MAX_COUNT,
+  energy_expended_kj: ENERGY_KJ,
+  battery_percent: BATTERY_PERCENT
 } as const
 
 function schemaError (path: string, what: string): ProtocolError {

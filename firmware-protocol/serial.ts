@@ -5,6 +5,7 @@
 // line-splitter.ts; this file only sees complete lines.
 import { ProtocolError } from './errors.ts'
 import { isValidDeviceId, isValidFirmwareVersion } from './device-id.ts'
+import { HEART_RATE, RR_INTERVAL_MS, RR_MAX_COUNT } from './reading-contract.ts'
 
 export { BoundedLineSplitter, type BoundedLineSplitterOptions, LF_DELIMITER, ANY_DELIMITER } from './line-splitter.ts'
 
@@ -23,12 +24,13 @@ export const SERIAL_FORMATS: readonly SerialFormat[] = Object.freeze(['framed', 
 
 /** Longest accepted line in characters, excluding the terminator. */
 export const MAX_LINE_LENGTH = 256
-/** bpm bounds for every serial format. 0 is legal (no skin contact); the pipeline drops <= 0. */
-export const MIN_BPM = 0
-export const MAX_BPM = 300
-/** RR interval bounds in ms for framed readings (65535 ms is the BLE field's ceiling in ms, rounded down). */
-export const MIN_RR_MS = 1
-export const MAX_RR_MS = 65535
+/** bpm bounds for every serial format (the reading contract's). 0 is legal (no skin contact); the pipeline drops <= 0. */
+export const MIN_BPM = HEART_RATE.min
+export const MAX_BPM = HEART_RATE.max
+/** RR interval bounds in ms and the most per framed reading (the reading contract's). */
+export const MIN_RR_MS = RR_INTERVAL_MS.min
+export const MAX_RR_MS = RR_INTERVAL_MS.max
+export const MAX_RR_COUNT = RR_MAX_COUNT
 /** The HRMI keeps a 32-entry history; G0..G32 are valid polls. */
 export const HRMI_MAX_VALUES = 32
 
@@ -70,6 +72,7 @@ function parseFramed (line: string): SerialEvent {
     const bpm = fields[1]
     if (bpm === undefined) return fail('garbage')
     const rrFields = fields.slice(2)
+    if (rrFields.length > MAX_RR_COUNT) return fail('out_of_range')
     const rr: number[] = []
     for (const f of rrFields) {
       if (!NUMBER.test(f)) return fail('garbage')
@@ -160,6 +163,7 @@ export function encodeFramedReading (bpm: number, rrMs?: number[]): string {
   if (!Number.isInteger(bpm) || bpm < MIN_BPM || bpm > MAX_BPM) {
     throw new ProtocolError('out_of_range', `bpm must be an integer ${MIN_BPM}..${MAX_BPM}, got ${String(bpm)}`)
   }
+  if ((rrMs ?? []).length > MAX_RR_COUNT) throw new ProtocolError('out_of_range', `at most ${MAX_RR_COUNT} RR intervals, got ${(rrMs ?? []).length}`)
   for (const [i, v] of (rrMs ?? []).entries()) {
     if (!Number.isInteger(v) || v < MIN_RR_MS || v > MAX_RR_MS) {
       throw new ProtocolError('out_of_range', `rr_ms[${i}] must be an integer ${MIN_RR_MS}..${MAX_RR_MS}, got ${String(v)}`)

@@ -25,6 +25,7 @@ import { MemberFeed } from './outputs/member-feed.ts'
 import { Devices } from '../api/store/devices.ts'
 import { Metrics, instrumentIngest, metricsPlugin } from './metrics.ts'
 import { MqttBroker } from './broker/broker.ts'
+import { assertDependencyInternals } from './dependency-internals.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
 
@@ -72,6 +73,8 @@ export function serverInfoFile (dataDir: string): string {
 
 export async function startService (config: Config, options: { logger?: Logger } = {}): Promise<RunningService> {
   const log = options.logger ?? createLogger(config)
+  // Private internals of pinned dependencies: fail loudly before anything starts.
+  assertDependencyInternals()
   const dataDir = resolve(config.data_dir)
   await mkdir(dataDir, { recursive: true, mode: 0o700 })
   const store = await Store.open(dataDir)

@@ -1,13 +1,17 @@
 // POST /api/v1/data (write a reading) and GET /api/v1/data/heart_rate/latest
 // (spec 4.2). The write goes through the one ingest pipeline and answers 200
 // `{}` only after the reading is durably stored (or silently dropped: a heart
-// rate of 0 or below is accepted and not stored, spec 8.2).
+// rate of 0 or below is accepted and not stored, spec 8.2; a duplicate of a
+// stored reading). The body schema's limits are the reading contract's
+// (firmware-protocol/reading-contract.ts); a reading the pipeline will not
+// store for any other reason (measured_at outside the window, a deleted
+// user) is 400 `7013`, never 200.
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { guard, responseMode } from './data-auth.ts'
 import { profileOf } from './auth.ts'
-import { MAX_BPM } from '../pipeline/ingest.ts'
-import { MAX_TIMESTAMP } from '../pipeline/codec.ts'
+import { isRefused } from '../pipeline/reading.ts'
+import { HEART_RATE, MEASURED_AT } from '../../firmware-protocol/reading-contract.ts'
 
 const errorBody = { type: 'object', properties: { error_code: { type: 'number' }, error_message: { type: 'string' } } }
 
@@ -21,11 +25,11 @@ export async function dataPlugin (app: FastifyInstance): Promise<void> {
         type: 'object',
         required: ['measured_at', 'data'],
         properties: {
-          measured_at: { type: 'number', minimum: 0, maximum: MAX_TIMESTAMP },
+          measured_at: { type: 'number', minimum: MEASURED_AT.min, maximum: MEASURED_AT.max },
           data: {
             type: 'object',
             required: ['heart_rate'],
-            properties: { heart_rate: { type: 'integer', maximum: MAX_BPM } }
+            properties: { heart_rate: { type: 'integer', maximum: HEART_RATE.max } }
           }
         }
       },
@@ -33,11 +37,13 @@ export async function dataPlugin (app: FastifyInstance): Promise<void> {
     }
   }, async request => {
     const body = request.body as { measured_at: number, data: { heart_rate: number } }
+    let result
     try {
-      await app.hr.pipeline.submit({ profile_id: profileOf(request), measured_at: body.measured_at, heart_rate: body.data.heart_rate, source: 'http' })
+      result = await app.hr.pipeline.submit({ profile_id: profileOf(request), measured_at: body.measured_at, heart_rate: body.data.heart_rate, source: 'http' })
     } catch (err) {
       throw new ApiError('unexpected', { cause: err })
     }
+    if (isRefused(result)) throw new ApiError('invalid_request', { detail: `reading not stored: ${result.reason}` })
     return {}
   })
 

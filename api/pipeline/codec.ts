@@ -10,12 +10,14 @@
 // device_id is not stored per reading (it is on the live message and in the
 // latest record); this keeps a stored reading near 12 bytes after compaction.
 import type { ReadingSource } from './reading.ts'
+import { MEASURED_AT, RR_MAX_COUNT } from '../../firmware-protocol/reading-contract.ts'
 
 export const TS_WIDTH = 13
-export const MAX_TIMESTAMP = 9_999_999_999_999
+export const MAX_TIMESTAMP = MEASURED_AT.max
 export const MINUTE_MS = 60_000
 export const HOUR_MS = 3_600_000
-export const MAX_RR = 32
+/** The reading contract's RR count; the stored count is one byte. */
+export const MAX_RR = RR_MAX_COUNT
 
 const SOURCES: readonly ReadingSource[] = ['http', 'ble', 'serial', 'mqtt', 'sim']
 

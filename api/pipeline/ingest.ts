@@ -16,10 +16,7 @@ import type { Store } from '../store/db.ts'
 import type { Plan, Readings } from '../store/readings.ts'
 import type { Hub } from '../hub.ts'
 import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading, type StoredReading } from './reading.ts'
-import { MAX_RR, MAX_TIMESTAMP } from './codec.ts'
-
-export const MAX_BPM = 1000
-const DAY_MS = 86_400_000
+import { checkReading, measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
 
 export type ResolveOwner = (deviceId: string) => Promise<string | undefined>
 
@@ -42,7 +39,7 @@ export interface PipelineOptions {
   retention: { rawDays: number, rollupDays: number }
   log?: Logger
   now?: () => number
-  /** Readings further in the future than this are dropped as out_of_range (default 10 minutes). */
+  /** Readings further in the future than this are refused as out_of_range (default 10 minutes, the reading contract's). */
   maxFutureMs?: number
   /** Readings per batch at most (default 5000). */
   maxGroup?: number
@@ -127,14 +124,11 @@ export class Pipeline implements Ingest {
 
   private validate (r: Reading): DropReason | undefined {
     if (typeof r !== 'object' || r === null) return 'invalid'
-    if (typeof r.measured_at !== 'number' || !Number.isFinite(r.measured_at) || r.measured_at < 0 || r.measured_at > MAX_TIMESTAMP) return 'invalid'
-    if (typeof r.heart_rate !== 'number' || !Number.isInteger(r.heart_rate) || r.heart_rate > MAX_BPM) return 'invalid'
+    // The reading contract (firmware-protocol/reading-contract.ts), the same one every codec applies.
+    if (checkReading(r) !== undefined) return 'invalid'
     if (r.profile_id !== undefined && (typeof r.profile_id !== 'string' || r.profile_id.length === 0 || r.profile_id.includes('!'))) return 'invalid'
     if (r.device_id !== undefined && (typeof r.device_id !== 'string' || r.device_id.length === 0)) return 'invalid'
     if (r.profile_id === undefined && r.device_id === undefined) return 'invalid'
-    if (r.rr_intervals_ms !== undefined && (!Array.isArray(r.rr_intervals_ms) || r.rr_intervals_ms.length > MAX_RR || !r.rr_intervals_ms.every(x => typeof x === 'number' && Number.isFinite(x) && x >= 0 && x <= 65535))) return 'invalid'
-    if (r.energy_expended_kj !== undefined && (typeof r.energy_expended_kj !== 'number' || !Number.isFinite(r.energy_expended_kj) || r.energy_expended_kj < 0 || r.energy_expended_kj > 65535)) return 'invalid'
-    if (r.sensor_contact !== undefined && typeof r.sensor_contact !== 'boolean') return 'invalid'
     return undefined
   }
 
@@ -156,9 +150,9 @@ export class Pipeline implements Ingest {
       if (await this.o.users.get(profileId) === undefined) return 'unknown_profile'
       this.knownProfiles.add(profileId)
     }
-    const now = this.now()
     const t = Math.floor(r.measured_at)
-    if (t > now + (this.o.maxFutureMs ?? 600_000) || t < now - this.o.retention.rawDays * DAY_MS) return 'out_of_range'
+    const window = measuredAtWindow({ now: this.now(), rawRetentionDays: this.o.retention.rawDays, ...(this.o.maxFutureMs === undefined ? {} : { maxFutureMs: this.o.maxFutureMs }) })
+    if (t < window.min || t > window.max) return 'out_of_range'
     const stored: StoredReading = { profile_id: profileId, measured_at: t, heart_rate: r.heart_rate, source: r.source }
     if (r.device_id !== undefined) stored.device_id = r.device_id
     if (r.rr_intervals_ms !== undefined) stored.rr_intervals_ms = r.rr_intervals_ms

@@ -4,7 +4,7 @@
 // fails with StoreLockedError (a clear message, not a stack trace).
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Level } from 'level'
+import { Level, type BatchOperation, type BatchOptions } from 'level'
 import type { AbstractSublevel } from 'abstract-level'
 import { buildHourRollups } from './readings.ts'
 
@@ -81,16 +81,16 @@ export class Store {
     return s as Sub<V>
   }
 
-  /** Several sublevels written in one atomic batch. `sync` for OAuth state changes and acknowledged readings. */
+  /**
+   * Several sublevels written in one atomic batch with abstract-level's public
+   * API (each op names its sublevel; abstract-level adds the prefix and the
+   * sublevel's encoding). `sync` (one fsync for the whole batch) for OAuth
+   * state changes and acknowledged readings.
+   */
   async batch (ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
     if (ops.length === 0) return
-    const sync = options.sync ?? false
-    const native = this.db as unknown as Partial<NativeBatch>
-    const encoded = this.db.status === 'open' && typeof native._batch === 'function' ? encodeOps(this.db, ops) : undefined
-    // Pre-encoded ops go straight to classic-level's batch (abstract-level's
-    // per-op normalisation cost ~7 µs an op, most of an ingest group's CPU).
-    if (encoded !== undefined) await (this.db as unknown as NativeBatch)._batch(encoded, { sync })
-    else await this.db.batch(ops as any, { sync })
+    const batchOptions: BatchOptions<string, unknown> = { sync: options.sync ?? false }
+    await this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, batchOptions)
   }
 
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {
@@ -116,29 +116,4 @@ export class Store {
   async close (): Promise<void> {
     if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close()
   }
-}
-
-interface NativeBatch { _batch (ops: Array<{ type: 'put' | 'del', key: string, value?: string | Uint8Array }>, options: { sync: boolean }): Promise<void> }
-interface Encoding { format: string, encode (v: unknown): unknown }
-
-/**
- * The ops as classic-level's own batch takes them: the sublevel's prefix on
- * the key and the value in the sublevel's encoding (utf8 string or bytes).
- * Undefined when an op needs abstract-level's checks (a missing value, an
- * encoding whose format is neither), so that path raises its usual errors.
- */
-function encodeOps (db: Level<string, unknown>, ops: BatchOp[]): Array<{ type: 'put' | 'del', key: string, value?: string | Uint8Array }> | undefined {
-  const out = new Array<{ type: 'put' | 'del', key: string, value?: string | Uint8Array }>(ops.length)
-  for (let i = 0; i < ops.length; i++) {
-    const op = ops[i]!
-    if (typeof op.key !== 'string' || op.key.length === 0 || op.sublevel.parent !== db) return undefined
-    const key = op.sublevel.prefix + op.key
-    if (op.type === 'del') { out[i] = { type: 'del', key }; continue }
-    if (op.value === undefined || op.value === null) return undefined
-    const enc = op.sublevel.valueEncoding() as unknown as Encoding
-    const value = enc.encode(op.value)
-    if (enc.format === 'utf8' ? typeof value !== 'string' : !(value instanceof Uint8Array)) return undefined
-    out[i] = { type: 'put', key, value: value as string | Uint8Array }
-  }
-  return out
 }

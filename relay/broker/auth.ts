@@ -24,7 +24,9 @@
 // before it writes PUBACK (lib/handlers/publish.js: publishActions =
 // [authorizePublish, enqueuePublish], and enqueuePublish writes PUBACK for
 // QoS 1), so a QoS 1 reading is acknowledged only after the pipeline stored
-// (or deliberately dropped) it. A payload that does not decode is dropped and
+// (or dropped as the specification allows: 0 bpm, a duplicate). A reading the
+// pipeline refuses (see isRefused) gets no PUBACK either: for QoS 1 the
+// connection is closed. A payload that does not decode is dropped and
 // counted; for QoS 1 the connection is closed without PUBACK ([MQTT-3.3.5-2]
 // allows a server to refuse a PUBLISH only by closing the connection; an
 // acknowledgment would claim a reading was taken that was not). A QoS 0 bad
@@ -33,7 +35,7 @@ import type { Aedes, AuthenticateError, Client, PublishPacket, Subscription } fr
 import type { Logger } from 'pino'
 import { decodeDevicePayload, parseDeviceTopic, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
 import { isProtocolError } from '../../firmware-protocol/errors.ts'
-import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
+import { isRefused, type Ingest, type IngestResult, type Reading } from '../../api/pipeline/reading.ts'
 import type { Devices } from '../../api/store/devices.ts'
 import { normalizeDeviceId } from '../../api/store/devices.ts'
 import type { Tokens } from '../../api/store/tokens.ts'
@@ -207,6 +209,13 @@ export class BrokerAuth {
       throw new MqttRefusal('ingest failed', 'ingest_error')
     }
     this.deps.onReading?.(reading, result)
+    // Acknowledged means stored: a reading the pipeline refused (outside the
+    // measured_at window, a device or user removed meanwhile) gets no PUBACK;
+    // the pipeline counted it under its reason (hr_relay_ingest_dropped_total).
+    if (isRefused(result) && packet.qos > 0) {
+      this.deps.log.warn({ device_id: principal.device_id, reason: result.reason }, 'MQTT reading not stored; closing the connection without PUBACK')
+      throw new MqttRefusal(`reading not stored: ${result.reason}`, result.reason)
+    }
   }
 
   async authorizeSubscribe (client: Client, sub: Subscription): Promise<Subscription | null> {

@@ -16,6 +16,7 @@ import type { HealthEntry } from '../../api/services.ts'
 import { watchAccessToken } from '../../api/store/token-watch.ts'
 import { BrokerAuth, type BrokerMetrics } from './auth.ts'
 import { limitStream } from './limits.ts'
+import { assertAedesInternals } from '../dependency-internals.ts'
 
 export interface BrokerConfig {
   host: string
@@ -83,6 +84,7 @@ export class MqttBroker {
       // $SYS stays closed to clients (auth.ts); no need to publish a heartbeat often.
       heartbeatInterval: 3_600_000
     })
+    assertAedesInternals(aedes)
     this.aedes = aedes
     this.auth.install(aedes)
     const onReady = (client: Client): void => { this.clientReady(client) }

@@ -109,7 +109,7 @@ t.test('the JSON Schema file (ajv) and decodeDevicePayload agree', async (t) => 
     { measured_at: at, heart_rate: 0, sensor_contact: false },
     { measured_at: at, heart_rate: 300, rr_intervals_ms: [1, 65535], energy_expended_kj: 65535, battery_percent: 100 },
     { measured_at: 946684800000, heart_rate: 72, rr_intervals_ms: [] },
-    { measured_at: 8640000000000000, heart_rate: 72, rr_intervals_ms: Array(64).fill(800) },
+    { measured_at: 9999999999999, heart_rate: 72, rr_intervals_ms: Array(64).fill(800) },
     { measured_at: at, heart_rate: 72, energy_expended_kj: 0, battery_percent: 0 },
     { measured_at: at, heart_rate: 72.0 },
     // invalid
@@ -120,7 +120,7 @@ t.test('the JSON Schema file (ajv) and decodeDevicePayload agree', async (t) => 
     { measured_at: at, heart_rate: 72.5 },
     { measured_at: at, heart_rate: '72' },
     { measured_at: 946684799999, heart_rate: 72 },
-    { measured_at: 8640000000000001, heart_rate: 72 },
+    { measured_at: 10000000000000, heart_rate: 72 },
     { measured_at: at, heart_rate: 72, rr_intervals_ms: [0] },
     { measured_at: at, heart_rate: 72, rr_intervals_ms: [65536] },
     { measured_at: at, heart_rate: 72, rr_intervals_ms: Array(65).fill(800) },

@@ -8,6 +8,7 @@ import {
   BODY_SENSOR_LOCATION_UUID,
   decodeBodySensorLocation,
   decodeHeartRateMeasurement,
+  measurementReading,
   HEART_RATE_MEASUREMENT_UUID,
   HEART_RATE_SERVICE_UUID
 } from '../../../firmware-protocol/ble.ts'
@@ -196,6 +197,7 @@ export class StrapLink {
   }
 
   private handleValue (value: Buffer): void {
+    const measuredAt = Date.now()
     let m
     try {
       m = decodeHeartRateMeasurement(new Uint8Array(value.buffer, value.byteOffset, value.byteLength))
@@ -206,6 +208,15 @@ export class StrapLink {
       this.log.debug({ code: isProtocolError(err) ? err.code : 'unknown', length: value.length }, 'malformed heart rate measurement')
       return
     }
+    let fields
+    try {
+      fields = measurementReading(m, measuredAt)
+    } catch (err) {
+      // Decoded, but outside the reading contract: the pipeline would not store it.
+      this.o.sink.dropped('ble_out_of_range')
+      this.log.debug({ detail: isProtocolError(err) ? err.message : 'unknown' }, 'heart rate measurement outside the reading contract')
+      return
+    }
     if (this.inFlight >= this.o.maxInFlight) {
       this.o.sink.dropped('ble_backpressure')
       return
@@ -214,11 +225,8 @@ export class StrapLink {
     const reading = {
       device_id: this.address,
       source: 'ble' as const,
-      measured_at: Date.now(),
-      heart_rate: m.heart_rate,
-      ...(m.rr_intervals_ms.length > 0 ? { rr_intervals_ms: m.rr_intervals_ms } : {}),
-      ...(m.energy_expended_kj !== undefined ? { energy_expended_kj: m.energy_expended_kj } : {}),
-      ...(m.sensor_contact !== 'unsupported' ? { sensor_contact: m.sensor_contact === 'detected' } : {}),
+      measured_at: measuredAt,
+      ...fields,
       ...(this.battery !== undefined ? { battery_percent: this.battery } : {})
     }
     let pending: Promise<unknown>

@@ -68,6 +68,39 @@ t.test('drop reasons and counters', async t => {
   t.same(stored, [{ measured_at: NOW, heart_rate: 70, source: 'ble', sensor_contact: true, energy_expended_kj: 12, rr_intervals_ms: [850, 870] }])
 })
 
+t.test('the reading contract: up to 64 RR intervals and 300 bpm are stored whole, one more is invalid', async t => {
+  const { pipeline, readings } = await setup(t)
+  const rr40 = Array.from({ length: 40 }, (_, i) => 700 + i)
+  const rr64 = Array.from({ length: 64 }, (_, i) => 1 + i * 1000)
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 2000, heart_rate: 72, source: 'mqtt', rr_intervals_ms: rr40 }), { status: 'stored', profile_id: 'alice' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 1000, heart_rate: 300, source: 'mqtt', rr_intervals_ms: rr64 }), { status: 'stored', profile_id: 'alice' })
+  const stored = []
+  for await (const r of readings.range('alice', 0, NOW)) stored.push([r.heart_rate, r.rr_intervals_ms])
+  t.same(stored, [[72, rr40], [300, rr64]])
+  const refused: Array<[string, any]> = [
+    ['65 RR', { rr_intervals_ms: [...rr64, 800] }],
+    ['RR of 0 ms', { rr_intervals_ms: [0] }],
+    ['fractional RR', { rr_intervals_ms: [800.5] }],
+    ['301 bpm', { heart_rate: 301 }],
+    ['energy above 65535', { energy_expended_kj: 65536 }],
+    ['battery above 100', { battery_percent: 101 }],
+    ['measured_at before 2000', { measured_at: 946_684_799_999 }]
+  ]
+  for (const [name, extra] of refused) {
+    t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'mqtt', ...extra }), { status: 'dropped', reason: 'invalid' }, name)
+  }
+})
+
+t.test('a group of readings is one public abstract-level batch with sync', async t => {
+  const { pipeline, store } = await setup(t)
+  const calls: unknown[] = []
+  const batch = store.db.batch.bind(store.db) as (...args: unknown[]) => Promise<void>
+  ;(store.db as unknown as { batch: (...args: unknown[]) => Promise<void> }).batch = async (...args: unknown[]) => { calls.push(args[1]); await batch(...args) }
+  const results = await Promise.all([0, 1, 2].map(async i => await pipeline.submit({ profile_id: 'alice', measured_at: NOW - i * 1000, heart_rate: 70 + i, source: 'sim' })))
+  t.same(results.map(r => r.status), ['stored', 'stored', 'stored'])
+  t.same(calls, [{ sync: true }], 'one batch, one fsync')
+})
+
 t.test('device readings are owned through the injected pairing', async t => {
   const { pipeline, hub } = await setup(t, { resolveOwner: async d => d === 'AA:BB:CC:DD:EE:FF' ? 'bob' : undefined })
   const seen: StoredReading[] = []

@@ -1,7 +1,7 @@
 // The readings store's schema-2 pieces against a real LevelDB store: hour
 // rollups built by the migration from stored minute rollups, hour rollups
-// pruned with their minutes, and Store.batch's direct path writing the same
-// bytes as abstract-level's.
+// pruned with their minutes, and Store.batch (abstract-level's public batch
+// with a sublevel on each op) writing the prefixed keys and encoded bytes.
 import t from 'tap'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -119,7 +119,7 @@ t.test('pruning deletes an hour rollup with the last of its minutes, and does no
   t.same((await hourRows(readings, 'alice')).map(([x, r]) => [x, r.c, r.s]), [[h + HOUR, 2, 190]])
 })
 
-t.test('Store.batch writes the same keys and values on its direct path as through abstract-level', async t => {
+t.test('Store.batch writes through abstract-level\'s public batch: sublevel prefix on the key, the sublevel\'s encoding on the value', async t => {
   const dir = await tempDir(t)
   const store = await Store.open(dir)
   t.teardown(async () => { await store.close() })
