@@ -168,7 +168,8 @@ export async function startService (config: Config, options: { logger?: Logger }
     })
     stack.push(async () => { await app.close() })
     try {
-      await app.listen({ host: config.http.host, port: config.http.port })
+      // A longer accept queue than Node's 511, so that an accept storm does not drop a legitimate client's SYN.
+      await app.listen({ host: config.http.host, port: config.http.port, backlog: 2048 })
     } catch (err) {
       throw new ListenError('HTTP', config.http.host, config.http.port, { cause: err })
     }
