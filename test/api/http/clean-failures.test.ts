@@ -38,7 +38,16 @@ function rawExchange (port: number, head: string, body: Buffer | null): Promise<
       resolve({ status: answer?.status ?? 0, headers: answer?.headers ?? '', body: answer?.body ?? Buffer.concat(chunks).toString('latin1'), error })
     })
     socket.write(head)
-    if (body !== null) socket.write(body)
+    // The body in 16 KiB pieces, each after the previous one reached the kernel: an uploading client, still
+    // sending when the server answers (one big write would sit in the loopback buffers before any answer).
+    let offset = 0
+    const next = (): void => {
+      if (body === null || offset >= body.length || socket.destroyed) return
+      const piece = body.subarray(offset, offset + 16 * 1024)
+      offset += piece.length
+      socket.write(piece, err => { if (err == null) setImmediate(next) })
+    }
+    next()
   })
 }
 
