@@ -114,6 +114,8 @@ export class Store {
     } catch (err) {
       const cause = (err as { cause?: { code?: string, message?: string } }).cause
       if (cause?.code === 'LEVEL_LOCKED') throw new StoreLockedError(dataDir, { cause: err })
+      // classic-level creates the location itself: its mkdir error (EACCES, ENOTDIR…) is the cause.
+      if (cause?.code !== undefined && FS_PROBLEMS[cause.code] !== undefined) throw dataDirError(dataDir, cause)
       // LevelDB names the OS error only in its status text ("IO error: <file>: Permission denied").
       if (cause?.code === 'LEVEL_IO_ERROR' && /permission denied/i.test(cause.message ?? '')) {
         throw new DataDirError(dataDir, FS_PROBLEMS.EACCES!, location, { cause: err })
