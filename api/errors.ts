@@ -20,6 +20,9 @@ export const API_ERRORS = {
   not_supported_meta_id: { code: 7014, message: 'not_supported_meta_id', status: 400 },
   unsupported_time_range: { code: 7015, message: 'no_supported_time_range_24h_7d_30d', status: 400 },
   unexpected: { code: 6001, message: 'error_while_validating_token', status: 500 },
+  // A failed disk write (the spec's 6001 for writes) with a message that says what happened.
+  storage_full: { code: 6001, message: 'error_storage_full', status: 500 },
+  storage_failed: { code: 6001, message: 'error_storage_write_failed', status: 500 },
   latest_failed: { code: 6002, message: 'error_retrieving_latest_heart_rate', status: 500 },
   invalid_scope_data: { code: 6003, message: 'error_invalid_scope', status: 400 },
   invalid_response_mode: { code: 6004, message: 'error_invalid_response_mode', status: 422 },
@@ -32,7 +35,10 @@ export const API_ERRORS = {
   rate_limited: { code: 9429, message: 'too_many_requests', status: 429 },
   forbidden: { code: 9403, message: 'forbidden', status: 403 },
   conflict: { code: 9409, message: 'conflict', status: 409 },
-  unavailable: { code: 9503, message: 'service_unavailable', status: 503 }
+  unavailable: { code: 9503, message: 'service_unavailable', status: 503 },
+  request_timeout: { code: 9408, message: 'request_timeout', status: 408 },
+  upgrade_required: { code: 9426, message: 'upgrade_required', status: 426 },
+  headers_too_large: { code: 9431, message: 'request_header_fields_too_large', status: 431 }
 } as const satisfies Record<string, ApiErrorDef>
 
 export type ApiErrorName = keyof typeof API_ERRORS

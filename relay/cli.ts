@@ -2,7 +2,8 @@
 import { parseArgs } from 'node:util'
 import { loadConfig, ConfigError } from './config.ts'
 import { startService } from './main.ts'
-import { StoreLockedError, StoreOpenError } from '../api/store/db.ts'
+import { DataDirError, StoreLockedError, StoreOpenError } from '../api/store/db.ts'
+import { ListenError } from './listen-error.ts'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 
 /** Built when printed: other folders register admin commands and subcommands at load time. */
@@ -85,15 +86,10 @@ export async function main (argv: string[]): Promise<number> {
     }
   } catch (err) {
     const json = rest.includes('--json')
-    if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreLockedError || err instanceof StoreOpenError) {
+    if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreLockedError || err instanceof StoreOpenError || err instanceof DataDirError || err instanceof ListenError) {
       if (json) process.stdout.write(JSON.stringify({ error: err.message, ...(err instanceof CliError && err.body !== undefined ? { response: err.body } : {}) }) + '\n')
       else process.stderr.write(`hr-relay: ${err.message}\n`)
       return err instanceof CliError ? err.exitCode : 1
-    }
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-      process.stderr.write(`hr-relay: cannot listen: ${(err as Error).message}\n`)
-      return 1
     }
     throw err
   }

@@ -17,7 +17,13 @@ export const CONFIG_SCHEMA = {
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
         public_url: { type: 'string', description: 'base URL clients use; default http://<host>:<port>' },
         body_limit_bytes: { type: 'integer', minimum: 1024, maximum: 10485760, default: 65536 },
-        rate_limit_per_second: { type: 'number', minimum: 0, default: 20, description: 'requests per second per token; 0 turns it off' }
+        rate_limit_per_second: { type: 'number', minimum: 0, default: 20, description: 'requests per second per token; 0 turns it off' },
+        admin_remote: { type: 'boolean', default: false, description: 'serve /admin and /operator to non-loopback clients too (logged as a warning at start); off: loopback only, whatever host is' },
+        headers_timeout_ms: { type: 'integer', minimum: 100, maximum: 600000, default: 10000, description: 'a request whose headers are not complete by then is answered 408 and closed' },
+        request_timeout_ms: { type: 'integer', minimum: 100, maximum: 3600000, default: 30000, description: 'a request (headers and body) not complete by then is answered 408 and closed; at least headers_timeout_ms' },
+        keep_alive_timeout_ms: { type: 'integer', minimum: 100, maximum: 600000, default: 5000, description: 'an idle keep-alive connection is closed after this' },
+        max_connections_per_address: { type: 'integer', minimum: 0, default: 256, description: 'open connections (WebSockets included) from one non-loopback address; more are closed at once; 0: no limit' },
+        max_connections_loopback: { type: 'integer', minimum: 0, default: 4096, description: 'the same limit for each loopback address (kiosk browser, CLI, a reverse proxy); 0: no limit' }
       }
     },
     oauth: {

@@ -13,7 +13,11 @@ export interface Config {
   data_dir: string
   log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   demo: boolean
-  http: { host: string, port: number, public_url?: string, body_limit_bytes: number, rate_limit_per_second: number }
+  http: {
+    host: string, port: number, public_url?: string, body_limit_bytes: number, rate_limit_per_second: number
+    admin_remote: boolean, headers_timeout_ms: number, request_timeout_ms: number, keep_alive_timeout_ms: number
+    max_connections_per_address: number, max_connections_loopback: number
+  }
   oauth: {
     implicit_expires_in: number
     code_expires_in: number

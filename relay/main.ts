@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path'
 import pino, { type Logger } from 'pino'
 import pretty from 'pino-pretty'
 import type { FastifyInstance } from 'fastify'
-import { Store } from '../api/store/db.ts'
+import { Store, dataDirError } from '../api/store/db.ts'
 import { Users } from '../api/store/users.ts'
 import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
@@ -28,6 +28,7 @@ import { MqttBroker } from './broker/broker.ts'
 import { assertDependencyInternals } from './dependency-internals.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
+import { ListenError } from './listen-error.ts'
 
 export interface RunningService {
   config: Config
@@ -76,7 +77,8 @@ export async function startService (config: Config, options: { logger?: Logger }
   // Private internals of pinned dependencies: fail loudly before anything starts.
   assertDependencyInternals()
   const dataDir = resolve(config.data_dir)
-  await mkdir(dataDir, { recursive: true, mode: 0o700 })
+  // Permission and path problems name the path ("permission denied: /var/lib/hr-relay/db").
+  try { await mkdir(dataDir, { recursive: true, mode: 0o700 }) } catch (err) { throw dataDirError(dataDir, err) }
   const store = await Store.open(dataDir)
   const stack: Array<() => Promise<void>> = [async () => { await store.close() }]
   const closeAll = async (): Promise<void> => {
@@ -90,7 +92,7 @@ export async function startService (config: Config, options: { logger?: Logger }
     // The demo's straps (BlueZ emulator on a private D-Bus) and serial ptys exist before the sources are built, and stop after them.
     const demoHw = config.demo ? await prepareDemo(config, log) : null
     if (demoHw !== null) { stack.push(demoHw.stop); config = demoHw.config }
-    const admin = await ensureAdminToken(dataDir)
+    const admin = await ensureAdminToken(dataDir).catch(err => { throw dataDirError(dataDir, err) })
     const healthSources: Array<() => HealthEntry[]> = []
     const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
     const users = new Users(store)
@@ -163,9 +165,20 @@ export async function startService (config: Config, options: { logger?: Logger }
       }, { devices, tokens: services.tokens, ingest, log, metrics, readings: data.hub })
       : null
     const features = [...apiFeatures, metricsPlugin(metrics), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
-    const app = await buildServer(services, { bodyLimit: config.http.body_limit_bytes, features })
+    const app = await buildServer(services, {
+      bodyLimit: config.http.body_limit_bytes,
+      features,
+      adminRemote: config.http.admin_remote,
+      timeouts: { headersMs: config.http.headers_timeout_ms, requestMs: config.http.request_timeout_ms, keepAliveMs: config.http.keep_alive_timeout_ms },
+      connections: { maxPerAddress: config.http.max_connections_per_address, maxPerLoopbackAddress: config.http.max_connections_loopback }
+    })
     stack.push(async () => { await app.close() })
-    await app.listen({ host: config.http.host, port: config.http.port })
+    try {
+      // A longer accept queue than Node's 511, so that an accept storm does not drop a legitimate client's SYN.
+      await app.listen({ host: config.http.host, port: config.http.port, backlog: 2048 })
+    } catch (err) {
+      throw new ListenError('HTTP', config.http.host, config.http.port, { cause: err })
+    }
     const addr = app.server.address()
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.http.port
     const host = config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host

@@ -4,6 +4,9 @@ import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type
 import formbody from '@fastify/formbody'
 import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
+import { storageFailure } from '../store/db.ts'
+import { errorPage } from '../oauth/pages.ts'
+import { clientErrorHandler, isLoopback, limitConnectionsPerAddress, lingerIfClosed, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 import './types.ts'
 
@@ -12,9 +15,25 @@ export interface ServerOptions {
   bodyLimit?: number
   /** Feature plugins, registered in order after the shared ones. */
   features: FastifyPluginAsync[]
+  /** Serve /admin and /operator to non-loopback peers too (http.admin_remote). Default false. */
+  adminRemote?: boolean
+  /** http.headers_timeout_ms, request_timeout_ms, keep_alive_timeout_ms. */
+  timeouts?: { headersMs: number, requestMs: number, keepAliveMs: number }
+  /** http.max_connections_per_address and max_connections_loopback. */
+  connections?: ConnectionLimits
+}
+
+const DEFAULT_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }
+const DEFAULT_CONNECTIONS: ConnectionLimits = { maxPerAddress: 256, maxPerLoopbackAddress: 4096 }
+
+/** The admin API and the operator pages (sign-in with the admin token is admin). */
+function isAdminRoute (url: string | undefined): boolean {
+  return url !== undefined && (url === '/admin' || url.startsWith('/admin/') || url === '/operator' || url.startsWith('/operator/'))
 }
 
 function toApiError (err: FastifyError): ApiError {
+  const storage = storageFailure(err)
+  if (storage !== undefined) return storageError(storage, err)
   if (err.validation !== undefined) return new ApiError('invalid_request', { detail: err.message })
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE': return new ApiError('payload_too_large')
@@ -30,9 +49,24 @@ function toApiError (err: FastifyError): ApiError {
   return new ApiError('processing', { cause: err })
 }
 
+function storageError (kind: 'full' | 'io', cause: unknown): ApiError {
+  return kind === 'full'
+    ? new ApiError('storage_full', { detail: 'no space left on the device of the data directory; nothing was stored', cause })
+    : new ApiError('storage_failed', { detail: 'the data store could not write to disk; nothing was stored', cause })
+}
+
 export async function buildServer (services: Services, options: ServerOptions): Promise<FastifyInstance> {
+  const log = services.log.child({ component: 'http' }) as FastifyBaseLogger
+  const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
   const app = Fastify({
-    loggerInstance: services.log.child({ component: 'http' }) as FastifyBaseLogger,
+    loggerInstance: log,
+    // Slow and half-open connections: headers and the whole request must arrive in time (checked every second,
+    // answered 408 and closed), and an idle keep-alive connection is closed.
+    http: { headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs), requestTimeout: timeouts.requestMs, connectionsCheckingInterval: 1000 },
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    // 431, 408 and 400 raised by Node's parser, with the JSON error body.
+    clientErrorHandler: clientErrorHandler(log),
     bodyLimit: options.bodyLimit ?? 64 * 1024,
     // Request log lines would carry URLs with `access_token` query parameters: never log a token.
     logController: new LogController({ disableRequestLogging: true }),
@@ -49,11 +83,15 @@ export async function buildServer (services: Services, options: ServerOptions): 
   // Request logging is off, so a child logger per request (pino bindings for a request id) is work for nothing.
   app.setChildLoggerFactory(logger => logger)
 
+  limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
+
   app.setErrorHandler(async (error: FastifyError | ApiError | OAuthError, request, reply) => {
     if (error instanceof OAuthError) {
       return await reply.code(error.status).headers({ 'cache-control': 'no-store', pragma: 'no-cache', ...error.headers }).send(error.body())
     }
-    const apiError = error instanceof ApiError ? error : toApiError(error as FastifyError)
+    // A failed disk write, wherever it surfaces (also wrapped, as the write endpoint's 6001), says what happened.
+    const storage = storageFailure(error)
+    const apiError = storage !== undefined ? storageError(storage, error) : error instanceof ApiError ? error : toApiError(error as FastifyError)
     if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? error, url: request.routeOptions.url }, 'request failed')
     else request.log.debug({ code: apiError.code, url: request.routeOptions.url }, 'request refused')
     return await reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.body())
@@ -64,9 +102,41 @@ export async function buildServer (services: Services, options: ServerOptions): 
   })
 
   // Callback style: this runs on every answer, and an async hook costs a promise each time.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff')
+    // Answered before the body was read (413, a refusal): a closing connection lingers so the client reads this.
+    if (!request.raw.complete) lingerIfClosed(request.raw)
     done(null, payload)
+  })
+
+  // The admin API stays on the box: /admin and /operator answer loopback peers only (the socket's own address,
+  // never a forwarded header), before the admin token is looked at, unless http.admin_remote says otherwise.
+  if (options.adminRemote === true) {
+    log.warn('http.admin_remote is on: the admin API and operator pages answer clients on the network, not only on this machine')
+  } else {
+    app.addHook('onRequest', (request, reply, done) => {
+      if (!isAdminRoute(request.routeOptions.url) || isLoopback(request.raw.socket.remoteAddress)) { done(); return }
+      const detail = 'the admin API and operator pages answer on this machine only (loopback); see http.admin_remote'
+      if (request.routeOptions.url?.startsWith('/operator') === true) {
+        void errorPage(reply, 403, 'Operator pages are local', 'The operator pages answer only on the relay box itself (loopback). Open them there, or use an SSH tunnel.')
+        return
+      }
+      done(new ApiError('forbidden', { detail }))
+    })
+  }
+
+  // A WebSocket route asked without an Upgrade is 426 with the JSON error body (after its own checks, so a
+  // missing token is still 403/401). The handler given with `websocket: true` becomes the wsHandler.
+  app.addHook('onRoute', route => {
+    if (route.websocket !== true) return
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (!methods.includes('GET')) return
+    route.wsHandler = route.handler as unknown as NonNullable<typeof route.wsHandler>
+    route.websocket = false
+    route.handler = async (_request, reply) => {
+      const e = new ApiError('upgrade_required', { detail: 'this is a WebSocket endpoint: connect with Upgrade: websocket' })
+      return await reply.code(e.status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).type('application/json; charset=utf-8').send(e.body())
+    }
   })
 
   await app.register(formbody, { bodyLimit: options.bodyLimit ?? 64 * 1024 })

@@ -27,6 +27,52 @@ export class StoreOpenError extends Error {
   }
 }
 
+/**
+ * The data directory (or a file in it) cannot be used: permission denied,
+ * a path component that is not a directory, a read-only file system. The
+ * message names the path and what to fix.
+ */
+export class DataDirError extends Error {
+  readonly code = 'HR_DATA_DIR'
+  constructor (dir: string, problem: string, path: string, options?: { cause?: unknown }) {
+    super(`cannot use the data directory ${dir}: ${problem}: ${path}`, options)
+    this.name = 'DataDirError'
+  }
+}
+
+const FS_PROBLEMS: Record<string, string> = {
+  EACCES: 'permission denied (the service user needs read and write access)',
+  EPERM: 'permission denied (the service user needs read and write access)',
+  ENOTDIR: 'not a directory (a part of the path is a file)',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on device'
+}
+
+/** A DataDirError for a failed file-system call on the data directory, or the error itself when it is another kind. */
+export function dataDirError (dir: string, err: unknown): unknown {
+  const e = err as NodeJS.ErrnoException
+  const problem = typeof e?.code === 'string' ? FS_PROBLEMS[e.code] : undefined
+  return problem === undefined ? err : new DataDirError(dir, problem, e.path ?? dir, { cause: err })
+}
+
+/**
+ * What a failed store write means: 'full' (no space left on the device),
+ * 'io' (another LevelDB I/O error) or undefined (not a storage failure).
+ * LevelDB reports the OS error only in its status text (LEVEL_IO_ERROR
+ * "IO error: <file>: No space left on device"), so that text is read here.
+ */
+export function storageFailure (err: unknown): 'full' | 'io' | undefined {
+  let e = err as { code?: unknown, message?: unknown, cause?: unknown } | undefined
+  for (let depth = 0; depth < 8 && e !== undefined && e !== null && typeof e === 'object'; depth++) {
+    if (e.code === 'ENOSPC') return 'full'
+    if (e.code === 'LEVEL_IO_ERROR' || e.code === 'EIO') {
+      return typeof e.message === 'string' && /no space left on device/i.test(e.message) ? 'full' : 'io'
+    }
+    e = e.cause as typeof e
+  }
+  return undefined
+}
+
 /** Current schema version; bump it and append a migration when record shapes change. */
 export const SCHEMA_VERSION = 2
 
@@ -56,14 +102,24 @@ export class Store {
   }
 
   static async open (dataDir: string): Promise<Store> {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 })
+    try {
+      await mkdir(dataDir, { recursive: true, mode: 0o700 })
+    } catch (err) {
+      throw dataDirError(dataDir, err)
+    }
     const location = join(dataDir, 'db')
     const db = new Level<string, unknown>(location, { valueEncoding: 'json' })
     try {
       await db.open()
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause
+      const cause = (err as { cause?: { code?: string, message?: string } }).cause
       if (cause?.code === 'LEVEL_LOCKED') throw new StoreLockedError(dataDir, { cause: err })
+      // classic-level creates the location itself: its mkdir error (EACCES, ENOTDIR…) is the cause.
+      if (cause?.code !== undefined && FS_PROBLEMS[cause.code] !== undefined) throw dataDirError(dataDir, cause)
+      // LevelDB names the OS error only in its status text ("IO error: <file>: Permission denied").
+      if (cause?.code === 'LEVEL_IO_ERROR' && /permission denied/i.test(cause.message ?? '')) {
+        throw new DataDirError(dataDir, FS_PROBLEMS.EACCES!, location, { cause: err })
+      }
       throw new StoreOpenError(dataDir, { cause: err })
     }
     const store = new Store(dataDir, db)

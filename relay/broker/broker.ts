@@ -17,6 +17,7 @@ import { watchAccessToken } from '../../api/store/token-watch.ts'
 import { BrokerAuth, type BrokerMetrics } from './auth.ts'
 import { limitStream } from './limits.ts'
 import { assertAedesInternals } from '../dependency-internals.ts'
+import { ListenError } from '../listen-error.ts'
 
 export interface BrokerConfig {
   host: string
@@ -107,10 +108,17 @@ export class MqttBroker {
 
     const server = createServer(socket => { this.handle(socket) })
     this.server = server
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen({ host: this.config.host, port: this.config.port }, () => { server.off('error', reject); resolve() })
-    })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen({ host: this.config.host, port: this.config.port }, () => { server.off('error', reject); resolve() })
+      })
+    } catch (err) {
+      // Nothing of the broker may outlive a failed start (aedes' timers would keep the process alive).
+      await this.stop()
+      this.state = { id: 'mqtt', state: 'unavailable', detail: `cannot listen on port ${this.config.port}` }
+      throw new ListenError('MQTT', this.config.host, this.config.port, { cause: err })
+    }
     server.on('error', err => { this.log.error({ err }, 'MQTT listener error') })
     const addr = server.address()
     this.listenPort = typeof addr === 'object' && addr !== null ? addr.port : this.config.port

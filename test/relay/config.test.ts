@@ -7,7 +7,18 @@ import { ConfigError, loadConfig, validateConfig } from '../../relay/config.ts'
 t.test('defaults with no configuration', async t => {
   const c = await loadConfig({ env: {} })
   t.equal(c.data_dir, './data')
-  t.same(c.http, { host: '127.0.0.1', port: 8080, body_limit_bytes: 65536, rate_limit_per_second: 20 })
+  t.same(c.http, {
+    host: '127.0.0.1',
+    port: 8080,
+    body_limit_bytes: 65536,
+    rate_limit_per_second: 20,
+    admin_remote: false,
+    headers_timeout_ms: 10000,
+    request_timeout_ms: 30000,
+    keep_alive_timeout_ms: 5000,
+    max_connections_per_address: 256,
+    max_connections_loopback: 4096
+  })
   t.equal(c.mqtt.port, 1883)
   t.equal(c.oauth.implicit_expires_in, 90000)
   t.equal(c.oauth.code_expires_in, 3600)
