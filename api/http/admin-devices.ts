@@ -35,7 +35,7 @@ function stateView (s: DeviceState | undefined): Omit<DeviceState, 'device_id'> 
 
 export async function adminDevicesPlugin (app: FastifyInstance): Promise<void> {
   await app.register(async admin => {
-    admin.addHook('onRequest', async request => { checkAdmin(app, request) })
+    admin.addHook('onRequest', async (request, reply) => { checkAdmin(app, request, reply) })
 
     admin.post('/admin/devices', {
       schema: {

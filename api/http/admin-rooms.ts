@@ -24,7 +24,7 @@ const memberBody = {
 
 export async function adminRoomsPlugin (app: FastifyInstance): Promise<void> {
   await app.register(async admin => {
-    admin.addHook('onRequest', async request => { checkAdmin(app, request) })
+    admin.addHook('onRequest', async (request, reply) => { checkAdmin(app, request, reply) })
     const rooms = app.hr.rooms
 
     const view = async (r: RoomRecord): Promise<unknown> => ({

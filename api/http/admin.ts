@@ -1,9 +1,10 @@
 // The admin HTTP API under /admin/, used by the operator CLI over loopback.
 // Authenticated with the admin token from <data-dir>/admin-token (its digest
 // is in the store), compared in constant time. Deny by default.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.ts'
+import { AttemptLimiter } from '../oauth/rate-limit.ts'
 import { digest } from '../store/secrets.ts'
 import { PREMIUM_PLANS, UserExistsError, publicUser } from '../store/users.ts'
 import { InvalidRedirectUriError } from '../store/clients.ts'
@@ -11,21 +12,39 @@ import { ALL_SCOPES, parseScopes } from '../scopes.ts'
 
 const ADMIN_CLIENT_ID = 'hr-relay-admin'
 
-export function checkAdmin (app: FastifyInstance, request: FastifyRequest): void {
+/** Wrong admin tokens: 10 per address per minute, shared by the admin API and /operator/signin. */
+const adminAttempts = new WeakMap<object, AttemptLimiter>()
+
+export function adminTokenAttempts (app: FastifyInstance): AttemptLimiter {
+  let l = adminAttempts.get(app.hr)
+  if (l === undefined) { l = new AttemptLimiter(10, 60_000); adminAttempts.set(app.hr, l) }
+  return l
+}
+
+export function checkAdmin (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): void {
   const header = request.headers.authorization
   if (typeof header !== 'string' || header.length === 0) throw new ApiError('header_missing')
   const m = /^Bearer +(\S+)$/i.exec(header)
   if (m === null || m[1] === undefined) throw new ApiError('header_wrong_format')
+  // Every presented token counts until it proves right; at the limit even the right one waits.
+  const keys = [`ip:${request.ip}`]
+  const limiter = adminTokenAttempts(app)
+  const attempt = limiter.reserve(keys)
+  if (attempt === null) {
+    reply.header('retry-after', String(limiter.retryAfter(keys)))
+    throw new ApiError('rate_limited')
+  }
   const given = Buffer.from(digest(m[1]), 'hex')
   const expected = Buffer.from(app.hr.adminTokenDigest, 'hex')
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new ApiError('token_not_found')
+  attempt.succeeded()
 }
 
 const username = { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\s/\\\\]+$' }
 
 export async function adminPlugin (app: FastifyInstance): Promise<void> {
   await app.register(async admin => {
-    admin.addHook('onRequest', async request => { checkAdmin(app, request) })
+    admin.addHook('onRequest', async (request, reply) => { checkAdmin(app, request, reply) })
 
     admin.post('/admin/users', {
       schema: {

@@ -2,46 +2,43 @@
 // `guard(...)` is used as the route's onRequest hook, so a request is
 // authenticated before its body is parsed (deny by default), and a WebSocket
 // upgrade is refused with the HTTP error instead of being upgraded.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
 import { authenticate, type AuthOptions } from './auth.ts'
 
-/** Fixed one-second windows per token digest (service-notes "Rate limit"). */
-export class RateLimiter {
-  private window = -1
-  private counts = new Map<string, number>()
+type Limit = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
-  /** True when the request is allowed. */
-  take (key: string, perSecond: number, now = Date.now()): boolean {
-    if (perSecond <= 0) return true
-    const w = Math.floor(now / 1000)
-    if (w !== this.window) { this.window = w; this.counts = new Map() }
-    const n = (this.counts.get(key) ?? 0) + 1
-    this.counts.set(key, n)
-    return n <= perSecond
-  }
-}
+/** One per-token limiter per service instance (keyed by its Services object); null when turned off. */
+const limiters = new WeakMap<object, Limit | null>()
 
-/** One limiter per service instance (keyed by its Services object). */
-const limiters = new WeakMap<object, RateLimiter>()
-
-function limiterOf (app: FastifyInstance): RateLimiter {
+/**
+ * The per-token limit (service-notes "Rate limit"; config http.rate_limit_per_second):
+ * @fastify/rate-limit with one-second windows keyed by the token's digest,
+ * one counter shared by every guarded route.
+ */
+function limitOf (app: FastifyInstance): Limit | null {
   let l = limiters.get(app.hr)
-  if (l === undefined) { l = new RateLimiter(); limiters.set(app.hr, l) }
+  if (l === undefined) {
+    const max: number = app.hr.config.rateLimitPerSecond
+    l = max > 0
+      ? app.rateLimit({ max, timeWindow: 1000, keyGenerator: request => request.auth?.digest ?? '' })
+      : null
+    limiters.set(app.hr, l)
+  }
   return l
 }
 
 /** Authenticates (user tokens only) and applies the rate limit; throws ApiError. */
-export async function guardRequest (app: FastifyInstance, request: FastifyRequest, options: AuthOptions): Promise<string> {
+export async function guardRequest (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, options: AuthOptions): Promise<string> {
   const ctx = await authenticate(app, request, { user: true, ...options })
-  if (!limiterOf(app).take(ctx.digest, app.hr.config.rateLimitPerSecond)) throw new ApiError('rate_limited')
+  await limitOf(app)?.(request, reply)
   const profile = ctx.record.profile_id
   if (profile === null) throw new ApiError('invalid_scope')
   return profile
 }
 
 export function guard (app: FastifyInstance, options: AuthOptions) {
-  return async (request: FastifyRequest): Promise<void> => { await guardRequest(app, request, options) }
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => { await guardRequest(app, request, reply, options) }
 }
 
 /** Response modes of the latest endpoint and the real-time stream (spec 4.2). */

@@ -4,7 +4,7 @@
 // answered with the HTTP status and JSON error body instead of an upgrade.
 // Messages: `{"measured_at": ..., "data": {"heart_rate": ...}}`, or the bare
 // number with response_mode=text_plain_only_heart_rate.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import { ApiError } from '../errors.ts'
 import { guard, responseMode, type ResponseMode } from './data-auth.ts'
@@ -36,8 +36,8 @@ export async function realtimePlugin (app: FastifyInstance): Promise<void> {
   const auth = guard(app, { scope: 'data:heart_rate:read', query: true })
   app.get('/api/v1/data/real_time', {
     websocket: true,
-    onRequest: async (request: FastifyRequest) => {
-      await auth(request)
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+      await auth(request, reply)
       responseMode(request)
     },
     schema: { querystring: modeQuery }

@@ -8,7 +8,7 @@
 // Query `kinds`: comma-separated among heart_rate, room_member_updated,
 // room_member_removed, room_updated (default heart_rate); an unknown kind is
 // 400 JSON 7013 at the handshake.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import { ApiError } from '../errors.ts'
 import { guard } from './data-auth.ts'
@@ -80,8 +80,8 @@ export async function roomsPlugin (app: FastifyInstance): Promise<void> {
 
   app.get('/api/v2/data/rooms/:room_id/real_time', {
     websocket: true,
-    onRequest: async (request: FastifyRequest) => {
-      await auth(request)
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+      await auth(request, reply)
       const roomId = roomIdOf(request)
       if (!app.hr.rooms.isMember(roomId, profileOf(request))) throw new ApiError('forbidden', { detail: 'not a member of this room' })
       parseKinds((request.query as Record<string, unknown>).kinds)

@@ -2,6 +2,7 @@
 // JSON error bodies, the shared plugins, and the feature plugins in order.
 import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import formbody from '@fastify/formbody'
+import rateLimit from '@fastify/rate-limit'
 import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
@@ -141,6 +142,9 @@ export async function buildServer (services: Services, options: ServerOptions): 
 
   await app.register(formbody, { bodyLimit: options.bodyLimit ?? 64 * 1024 })
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } })
+  // Not global: the data API's guard applies it per token (api/http/data-auth.ts). The standard
+  // RateLimit-Limit / -Remaining / -Reset names, Retry-After on 429, and the spec's error body.
+  await app.register(rateLimit, { global: false, enableDraftSpec: true, errorResponseBuilder: () => new ApiError('rate_limited') })
 
   app.get('/health', async () => ({
     status: 'ok',

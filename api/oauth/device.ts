@@ -67,7 +67,10 @@ export function deviceRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const who = await signedIn(ctx, request, reply, '/device')
     if (who === null) return reply
     const keys = [`session:${who.session.key}`, `ip:${request.ip}`]
-    if (ctx.deviceAttempts.blocked(keys)) {
+    // Reserved before the store lookup, so a parallel burst of guesses is counted too.
+    const attempt = ctx.deviceAttempts.reserve(keys)
+    if (attempt === null) {
+      reply.header('retry-after', String(ctx.deviceAttempts.retryAfter(keys)))
       return await errorPage(reply, 429, 'Too many attempts', 'Too many wrong codes. Wait a minute, then enter the code shown on your device again.')
     }
     const values = form.all('user_code')
@@ -75,9 +78,9 @@ export function deviceRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const found = code === null ? undefined : await ctx.state.deviceByUserCode(code)
     const client = found === undefined || !live(found.rec) ? undefined : await ctx.app.hr.clients.get(found.rec.client_id)
     if (code === null || found === undefined || client === undefined) {
-      ctx.deviceAttempts.fail(keys)
       return await sendPage(reply, 400, 'Connect a device', deviceBody(who.session.csrf, '', 'That code is not valid or has expired. Check the code on your device.'))
     }
+    attempt.succeeded()
     const extra = `<p>Code on your device: <strong>${esc(formatUserCode(code))}</strong>. Allow only if it matches.</p>`
     return await sendPage(reply, 200, 'Allow access?', consentBody(client.name, found.rec.scopes, '/device/decision', who.session.csrf, { user_code: code }, extra))
   })

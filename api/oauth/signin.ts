@@ -30,17 +30,20 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
       return await errorPage(reply, 400, 'Bad request', 'A field of the form was given more than once.')
     }
     const keys = [`ip:${request.ip}`, `user:${username.toLowerCase()}`]
-    if (ctx.signInAttempts.blocked(keys)) {
+    // Reserved before the (slow, asynchronous) password check, so a parallel burst is counted too.
+    const attempt = ctx.signInAttempts.reserve(keys)
+    if (attempt === null) {
+      reply.header('retry-after', String(ctx.signInAttempts.retryAfter(keys)))
       return await errorPage(reply, 429, 'Too many attempts', 'Too many failed sign-in attempts. Wait a minute and try again.')
     }
     const user = username.length > 0 && username.length <= 100 && password.length > 0 && password.length <= 1024
       ? await ctx.app.hr.users.authenticate(username, password)
       : undefined
     if (user === undefined) {
-      ctx.signInAttempts.fail(keys)
       ctx.log.info({ ip: request.ip }, 'sign-in failed')
       return await sendPage(reply, 401, 'Sign in', signInBody(session?.csrf ?? '', returnTo, 'Wrong username or password.'))
     }
+    attempt.succeeded()
     ctx.sessions.start(reply, user.profile_id, session)
     ctx.log.info({ profile_id: user.profile_id }, 'signed in')
     return await reply.header('cache-control', 'no-store').redirect(returnTo, 303)

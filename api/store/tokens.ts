@@ -134,6 +134,16 @@ export class Tokens {
     return rec !== undefined && rec.expires_at > now
   }
 
+  /** Which kind of token this is and the client it was issued to (for RFC 7009's ownership check); undefined when unknown. */
+  async owner (token: string): Promise<{ kind: 'access' | 'refresh', client_id: string } | undefined> {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 512) return undefined
+    const d = digest(token)
+    const acc = await this.access.get(d)
+    if (acc !== undefined) return { kind: 'access', client_id: acc.client_id }
+    const ref = await this.refresh.get(d)
+    return ref === undefined ? undefined : { kind: 'refresh', client_id: ref.client_id }
+  }
+
   /** Writes a batch that deletes tokens, dropping the deleted access tokens from the cache first. */
   private async deleteAll (ops: BatchOp[]): Promise<void> {
     this.deletions++

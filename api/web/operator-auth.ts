@@ -8,7 +8,8 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { digest } from '../store/secrets.ts'
-import { AttemptLimiter } from '../oauth/rate-limit.ts'
+import { adminTokenAttempts } from '../http/admin.ts'
+import type { AttemptLimiter } from '../oauth/rate-limit.ts'
 import type { Session } from '../oauth/session.ts'
 import { sessionsOf } from './guard.ts'
 
@@ -19,7 +20,7 @@ const states = new WeakMap<object, OperatorState>()
 
 function stateOf (app: FastifyInstance): OperatorState {
   let s = states.get(app.hr)
-  if (s === undefined) { s = { keys: new Set(), attempts: new AttemptLimiter(10, 60_000) }; states.set(app.hr, s) }
+  if (s === undefined) { s = { keys: new Set(), attempts: adminTokenAttempts(app) }; states.set(app.hr, s) }
   return s
 }
 
@@ -43,8 +44,10 @@ export type SignInResult = 'ok' | 'wrong' | 'limited'
 export function operatorSignIn (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, token: string): SignInResult {
   const state = stateOf(app)
   const keys = [`ip:${request.ip}`]
-  if (state.attempts.blocked(keys)) return 'limited'
-  if (!adminTokenMatches(app, token)) { state.attempts.fail(keys); return 'wrong' }
+  const attempt = state.attempts.reserve(keys)
+  if (attempt === null) return 'limited'
+  if (!adminTokenMatches(app, token)) return 'wrong'
+  attempt.succeeded()
   const sessions = sessionsOf(app)
   const previous = sessions.find(request)
   if (previous !== undefined) state.keys.delete(previous.key)

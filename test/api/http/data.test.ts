@@ -96,18 +96,39 @@ t.test('write errors', async t => {
   t.equal((await s.admin('GET', '/admin/readings/bob')).readings.length, 0, 'nothing stored')
 })
 
-t.test('rate limit per token', async t => {
-  const s = await startTestService(t, { http: { rate_limit_per_second: 2 } })
+t.test('rate limit per token: 429 with the spec body, Retry-After and RateLimit-* headers', async t => {
+  const s = await startTestService(t, { http: { rate_limit_per_second: 3 } })
   await s.user('carol')
-  const r = await s.token('carol', 'data:heart_rate:read')
-  const statuses: number[] = []
-  let limited: any
-  for (let i = 0; i < 6; i++) {
-    const a = await call(s.url, 'GET', '/api/v1/data/heart_rate/latest', { token: r })
-    statuses.push(a.status)
-    if (a.status === 429) limited = a.json
+  const r = await s.token('carol', 'data:heart_rate:read profile:read')
+  const other = await s.token('carol', 'data:heart_rate:read')
+  // The limiter's one-second windows run on Date.now: hold the clock still (injected clock, no sleeps).
+  const realNow = Date.now
+  let now = realNow()
+  Date.now = () => now
+  t.teardown(() => { Date.now = realNow })
+  const get = async (path: string, token: string): Promise<Response> => await fetch(s.url + path, { headers: { authorization: `Bearer ${token}` } })
+  const limits = (res: Response): Array<string | null> => ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'retry-after'].map(h => res.headers.get(h))
+  for (const remaining of ['2', '1', '0']) {
+    const res = await get('/api/v1/data/heart_rate/latest', r)
+    t.equal(res.status, 412, 'within the limit (no data yet)')
+    t.same(limits(res), ['3', remaining, '1', null])
+    await res.text()
   }
-  // At most 2 per one-second window; 6 quick calls span at most two windows.
-  t.ok(statuses.filter(x => x === 429).length >= 2, `some calls limited: ${statuses.join(',')}`)
-  t.same(limited, { error_code: 9429, error_message: 'too_many_requests' })
+  const limited = await get('/api/v1/data/heart_rate/latest', r)
+  t.equal(limited.status, 429)
+  t.same(await limited.json(), { error_code: 9429, error_message: 'too_many_requests' })
+  t.same(limits(limited), ['3', '0', '1', '1'])
+  const otherRoute = await get('/api/v1/profile', r)
+  t.equal(otherRoute.status, 429, 'one counter per token across routes')
+  t.same(limits(otherRoute), ['3', '0', '1', '1'])
+  await otherRoute.text()
+  const otherToken = await get('/api/v1/data/heart_rate/latest', other)
+  t.equal(otherToken.status, 412, 'another token has its own counter')
+  t.same(limits(otherToken), ['3', '2', '1', null])
+  await otherToken.text()
+  now += 1000
+  const next = await get('/api/v1/data/heart_rate/latest', r)
+  t.equal(next.status, 412, 'the next window')
+  t.same(limits(next), ['3', '2', '1', null])
+  await next.text()
 })

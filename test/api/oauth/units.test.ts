@@ -9,7 +9,7 @@ import { parseCookies, serializeCookie } from '../../../api/oauth/cookies.ts'
 import { KeyedLock, OAuthState, USER_CODE_ALPHABET, formatUserCode, newUserCode, normalizeUserCode } from '../../../api/oauth/codes.ts'
 import { safeReturnTo } from '../../../api/oauth/context.ts'
 import { esc } from '../../../api/oauth/pages.ts'
-import { AttemptLimiter } from '../../../api/oauth/rate-limit.ts'
+import { AttemptLimiter, MAX_KEYS } from '../../../api/oauth/rate-limit.ts'
 import { Store } from '../../../api/store/db.ts'
 import { digest } from '../../../api/store/secrets.ts'
 import { OAuthError } from '../../../api/errors.ts'
@@ -95,13 +95,68 @@ t.test('AttemptLimiter blocks after the limit within the window', async t => {
   let now = 1000
   const l = new AttemptLimiter(2, 60_000, () => now)
   t.equal(l.blocked(['a']), false)
-  l.fail(['a', 'ip'])
-  l.fail(['a'])
+  t.ok(l.reserve(['a', 'ip']))
+  t.ok(l.reserve(['a']))
   t.equal(l.blocked(['a']), true)
   t.equal(l.blocked(['ip']), false)
   t.equal(l.blocked(['b', 'a']), true)
-  now += 60_001
+  t.equal(l.reserve(['ip', 'a']), null, 'refused when any key is at the limit')
+  t.equal(l.blocked(['ip']), false, 'a refused attempt counts under no key')
+  t.equal(l.retryAfter(['a']), 60)
+  now += 30_000
+  t.equal(l.retryAfter(['a']), 30)
+  now += 30_001
   t.equal(l.blocked(['a']), false)
+})
+
+t.test('AttemptLimiter reserves synchronously: a burst gets exactly `limit` attempts', async t => {
+  const l = new AttemptLimiter(5, 60_000, () => 1000)
+  const granted = Array.from({ length: 100 }, () => l.reserve(['session', 'ip'])).filter(a => a !== null)
+  t.equal(granted.length, 5)
+})
+
+t.test('AttemptLimiter gives back an attempt that succeeded, once', async t => {
+  const l = new AttemptLimiter(2, 60_000, () => 1000)
+  const first = l.reserve(['u'])
+  t.ok(l.reserve(['u']))
+  t.equal(l.blocked(['u']), true)
+  first?.succeeded()
+  first?.succeeded()
+  t.equal(l.blocked(['u']), false)
+  t.ok(l.reserve(['u']))
+  t.equal(l.reserve(['u']), null, 'a second succeeded() gave nothing more back')
+})
+
+t.test('AttemptLimiter: filling the table with 50,001+ fresh keys keeps an existing lockout', async t => {
+  let now = 1000
+  const l = new AttemptLimiter(10, 60_000, () => now)
+  for (let i = 0; i < 10; i++) l.reserve(['ip:1.2.3.4', 'user:victim'])
+  t.equal(l.blocked(['user:victim']), true)
+  now += 1000
+  for (let i = 0; i < 60_000; i++) l.reserve([`ip:10.0.${i >> 8}.${i & 255}`, `user:junk-${i}`])
+  t.ok(l.size <= MAX_KEYS, `table bounded (${l.size} keys)`)
+  t.equal(l.blocked(['user:victim']), true, 'lockout survives')
+  t.equal(l.blocked(['ip:1.2.3.4']), true, 'lockout survives')
+  t.equal(l.blocked(['user:junk-59999']), false)
+  t.equal(l.size > 40_000, true, 'evicts the oldest fresh keys, not everything')
+  now += 60_000
+  t.equal(l.blocked(['user:victim']), false, 'the lockout still ends with its window')
+})
+
+t.test('AttemptLimiter evicts the least recently touched keys first; lockouts only when nothing else is left', async t => {
+  const l = new AttemptLimiter(2, 60_000, () => 1000, 10)
+  l.reserve(['locked']); l.reserve(['locked'])
+  for (let i = 0; i < 10; i++) l.reserve([`k${i}`])
+  // 11 keys > 10: back to 9, dropping k0 and k1 (the oldest that are not locked out).
+  t.equal(l.size, 9)
+  t.equal(l.blocked(['locked']), true)
+  l.reserve(['k0'])
+  t.equal(l.blocked(['k0']), false, 'k0 was evicted and starts over')
+  const full = new AttemptLimiter(1, 60_000, () => 1000, 10)
+  for (let i = 0; i < 11; i++) full.reserve([`l${i}`])
+  t.equal(full.size, 9, 'a table of lockouts still stays bounded')
+  t.equal(full.blocked(['l0']), false, 'the oldest lockouts went first')
+  t.equal(full.blocked(['l10']), true)
 })
 
 t.test('prune deletes codes and device sessions that ended a day ago', async t => {
