@@ -60,6 +60,7 @@ export async function realtimePlugin (app: FastifyInstance): Promise<void> {
   }, async (socket, request) => {
     const { widget_id: id } = request.params as { widget_id: string }
     // Listen for the deletion before reading the widget, so one that lands in between is not missed.
+    // eslint-disable-next-line prefer-const -- the deletion listener above reads it before it is assigned
     let stream: ReturnType<typeof openStream> | undefined
     let deleted = false
     const unlisten = app.hr.widgets.onDeleted(d => {

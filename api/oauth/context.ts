@@ -39,6 +39,7 @@ export function createContext (app: FastifyInstance): OAuthContext {
 export function safeReturnTo (value: string | undefined): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 4000) return '/account'
   if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return '/account'
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused here
   if (/[\u0000-\u001f\u007f\\]/.test(value)) return '/account'
   return value
 }

@@ -81,4 +81,3 @@ ${await sessionsSection(app, user.profile_id)}
   await gameModRoutes(app)
   await roomVisibilityRoutes(app)
 }
-

@@ -26,7 +26,7 @@ export async function operatorForm (app: FastifyInstance, request: FastifyReques
   const checked = await checkedForm(app, request, reply)
   if (checked === null) return null
   if (operatorSession(app, request) === undefined) {
-    await sendPage(reply, 403, 'Operator sign-in required', `<p class="notice error" role="alert">Sign in as the operator first.</p><p><a href="/operator/signin">Operator sign-in</a></p>`)
+    await sendPage(reply, 403, 'Operator sign-in required', '<p class="notice error" role="alert">Sign in as the operator first.</p><p><a href="/operator/signin">Operator sign-in</a></p>')
     return null
   }
   return checked

@@ -18,7 +18,7 @@ export interface Receipts {
   garbage: number
 }
 
-let sockets: WebSocket[] = []
+const sockets: WebSocket[] = []
 let labels: number[] = []
 let measured: number[] = []
 let rates: number[] = []

@@ -205,8 +205,7 @@ export class MidiOutput extends EventEmitter<{ status: [MidiOutputStatus] }> {
     if (this.opening || this.current.state === 'stopped') return
     this.opening = true
     try {
-      let port: MidiPort | undefined
-      port = this.kind === 'rawmidi'
+      const port: MidiPort = this.kind === 'rawmidi'
         ? await openRawMidi(this.path)
         : await openSerialMidi(this.path, err => this.portGone(port, err))
       if ((this.current.state as MidiOutputState) === 'stopped') {

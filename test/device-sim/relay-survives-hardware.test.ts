@@ -229,7 +229,7 @@ t.test('BLE straps and serial sensors through drops, unplugs, contact loss, garb
   // The relay survived: it answers, and every source is back.
   const res = await fetch(`${svc.url}/health`)
   t.equal(res.status, 200, 'the service still answers')
-  const sources = (await res.json() as { status: string, sources: HealthSource[] })
+  const sources = await res.json() as { status: string, sources: HealthSource[] }
   t.equal(sources.status, 'ok')
   t.match(sources.sources.find(s => s.id === 'ble'), { state: 'running', connected: 2 }, 'both straps connected again')
   for (const m of members.slice(2)) t.match(sources.sources.find(s => s.id === `serial:${m.path}`), { state: 'running', connected: 1 }, `${m.path} open again`)

@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { BIN, runCli } from '../helpers/cli.ts'
 
-
 const run = runCli
 
 async function waitForServer (dataDir: string, child: ChildProcess): Promise<string> {

@@ -32,6 +32,7 @@ async function draw () {
   const [lo, hi] = xRange(xs, fromS, toS)
   box.replaceChildren()
   const width = Math.max(320, box.clientWidth)
+  // eslint-disable-next-line new-cap -- uPlot names its constructor in lower case
   const chart = new uPlot({
     width,
     height: 300,

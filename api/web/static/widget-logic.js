@@ -14,7 +14,7 @@ export function normalizeConfig (raw, isColor) {
     ? cfg.ranges.filter(r => typeof r === 'object' && r !== null &&
         Number.isFinite(r.from) && Number.isFinite(r.to) && r.from <= r.to &&
         typeof r.color === 'string' && isColor(r.color))
-        .map(r => ({ from: r.from, to: r.to, color: r.color }))
+      .map(r => ({ from: r.from, to: r.to, color: r.color }))
     : []
   const color = (v, d) => typeof v === 'string' && isColor(v) ? v : d
   return {

@@ -33,7 +33,6 @@ async function seed (t: Test): Promise<Seeded> {
   return { s, token, base, base2, profile }
 }
 
-
 t.test('history: exact pages, cursors, range edges, bad input and scopes', async t => {
   const { s, token, base, base2 } = await seed(t)
   const path = (q: string): string => `/api/v1/data/heart_rate/history?${q}`

@@ -142,7 +142,7 @@ t.test('disconnecting an app revokes every token of that user for it', async t =
   t.equal(apps.status, 200)
   t.match(apps.text, 'Stream &lt;Overlay&gt;')
   t.match(apps.text, 'Other App')
-  t.match(apps.text, `aria-label="Disconnect Stream &lt;Overlay&gt;">Disconnect</button>`)
+  t.match(apps.text, 'aria-label="Disconnect Stream &lt;Overlay&gt;">Disconnect</button>')
   const done = await browser.post('/account/apps/disconnect', { csrf: csrfOf(apps.text), client_id: id })
   t.equal(done.status, 303)
   t.equal(done.headers.get('location'), '/account/apps')

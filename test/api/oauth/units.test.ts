@@ -88,7 +88,7 @@ t.test('safeReturnTo only allows same-site paths', async t => {
 })
 
 t.test('esc escapes HTML', async t => {
-  t.equal(esc(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;')
+  t.equal(esc('<a href="x" onclick=\'y\'>&</a>'), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;')
 })
 
 t.test('AttemptLimiter blocks after the limit within the window', async t => {

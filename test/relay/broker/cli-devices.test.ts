@@ -6,7 +6,6 @@ import { runCli } from '../../helpers/cli.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { connackCode } from '../../helpers/broker.ts'
 
-
 const run = runCli
 
 t.test('device add --json prints working MQTT credentials; list, unpaired and remove', async t => {

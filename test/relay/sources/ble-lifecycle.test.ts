@@ -38,6 +38,7 @@ t.test('a bus without BlueZ is unavailable; BlueZ appearing later is picked up',
   const { logger, lines } = captureLogger('info')
   const sink = new RecordingSink()
   const source = new BleSource({ ...FAST, logger })
+  // eslint-disable-next-line prefer-const -- the teardown registered below reads it
   let emulator: BluezEmulator | undefined
   t.teardown(async () => { await source.stop(); await emulator?.stop() })
   await source.start(new AbortController().signal, sink)
