@@ -21,6 +21,8 @@ export interface UserRecord {
   /** Features granted individually (spec 2.7). */
   features: string[]
   created_at: number
+  /** Opted in to Home Assistant MQTT discovery (relay/integrations/home-assistant.ts); absent = off. */
+  home_assistant?: boolean
 }
 
 export interface NewUser {
@@ -125,6 +127,21 @@ export class Users {
       if (!u.features.includes(feature)) u.features.push(feature)
       return u
     })
+  }
+
+  private readonly homeAssistantListeners = new Set<(user: UserRecord) => void>()
+
+  /** Sets a member's Home Assistant opt-in; listeners hear the updated record. */
+  async setHomeAssistant (profileId: string, enabled: boolean): Promise<UserRecord | undefined> {
+    const updated = await this.update(profileId, u => { u.home_assistant = enabled; return u })
+    if (updated !== undefined) for (const fn of this.homeAssistantListeners) fn(updated)
+    return updated
+  }
+
+  /** Called after each change of a Home Assistant opt-in; returns the unsubscribe function. */
+  onHomeAssistantChanged (fn: (user: UserRecord) => void): () => void {
+    this.homeAssistantListeners.add(fn)
+    return () => { this.homeAssistantListeners.delete(fn) }
   }
 
   async list (): Promise<UserRecord[]> {

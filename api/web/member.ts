@@ -15,6 +15,7 @@ import { memberOf, sessionsOf } from './guard.ts'
 import { series, startOfToday } from './readings-view.ts'
 import { gameModRoutes } from './member-gamemod.ts'
 import { widgetRoutes } from './member-widgets.ts'
+import { homeAssistantRoutes, homeAssistantSection } from './member-home-assistant.ts'
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -53,7 +54,8 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 <p id="chart-status" class="muted" role="status">Loading…</p>
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
-<p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>`
+<p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>
+${homeAssistantSection(user, session.csrf)}`
     return await sendPage(reply, 200, 'Today', body, {
       ...memberNav(session.csrf, '/me'),
       styles: ['/web/vendor/uplot/uPlot.min.css'],
@@ -72,5 +74,6 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 
   await widgetRoutes(app)
   await gameModRoutes(app)
+  await homeAssistantRoutes(app)
 }
 
