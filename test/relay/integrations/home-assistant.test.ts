@@ -195,7 +195,7 @@ t.test('upstream Mosquitto: retained configs, state and status with a last will;
     return msgs.length >= 5 ? msgs : undefined
   })
   const byTopic = new Map(seen.map(m => [m.topic, m.payload]))
-  t.same([...byTopic.keys()].sort(), [`gym/hr/relay/status`, `gym/hr/users/${anna.profile_id}/state`, `ha/binary_sensor/${n}/connected/config`, `ha/sensor/${n}/battery/config`, `ha/sensor/${n}/heart_rate/config`].sort())
+  t.same([...byTopic.keys()].sort(), ['gym/hr/relay/status', `gym/hr/users/${anna.profile_id}/state`, `ha/binary_sensor/${n}/connected/config`, `ha/sensor/${n}/battery/config`, `ha/sensor/${n}/heart_rate/config`].sort())
   t.equal(byTopic.get('gym/hr/relay/status'), 'online')
   const hrConfig = JSON.parse(byTopic.get(`ha/sensor/${n}/heart_rate/config`) ?? '{}')
   t.equal(hrConfig.state_topic, `gym/hr/users/${anna.profile_id}/heart_rate`, 'upstream state topic is the bridge\'s reading topic')
