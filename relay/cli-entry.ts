@@ -5,9 +5,11 @@ import { runSim } from '../device-sim/cli.ts'
 import { addAdminCommands } from './cli-admin.ts'
 import { ROOM_COMMANDS } from './cli-rooms.ts'
 import { DEVICE_COMMANDS } from './cli-devices.ts'
+import { INTEGRATION_COMMANDS } from './cli-integrations.ts'
 
 SUBCOMMANDS.sim = runSim
 addAdminCommands(ROOM_COMMANDS)
 addAdminCommands(DEVICE_COMMANDS)
+addAdminCommands(INTEGRATION_COMMANDS)
 
 export { main }

@@ -133,6 +133,16 @@ export const CONFIG_SCHEMA = {
         }
       }
     },
+    home_assistant: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'Home Assistant MQTT discovery for members who opted in (README "Home Assistant")',
+      properties: {
+        enabled: { type: 'boolean', default: false },
+        discovery_prefix: { type: 'string', pattern: '^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$', default: 'homeassistant', description: "Home Assistant's discovery prefix" }
+      }
+    },
     upstream: {
       type: 'object',
       additionalProperties: false,

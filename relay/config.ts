@@ -36,6 +36,7 @@ export interface Config {
   midi: MidiConfig[]
   osc: OscConfig[]
   upstream?: { url: string, username?: string, password?: string, client_id?: string, topic_prefix: string, queue_max: number }
+  home_assistant: { enabled: boolean, discovery_prefix: string }
 }
 
 export class ConfigError extends Error {
@@ -78,7 +79,8 @@ export const ENV_OVERRIDES: Record<string, (c: Record<string, any>, v: string) =
   HR_RELAY_PUBLIC_URL: (c, v) => { (c.http ??= {}).public_url = v },
   HR_RELAY_MQTT_PORT: (c, v) => { (c.mqtt ??= {}).port = Number(v) },
   HR_RELAY_UPSTREAM_URL: (c, v) => { (c.upstream ??= {}).url = v },
-  HR_RELAY_BLE: (c, v) => { (c.ble ??= {}).enabled = v !== '0' && v !== 'false' }
+  HR_RELAY_BLE: (c, v) => { (c.ble ??= {}).enabled = v !== '0' && v !== 'false' },
+  HR_RELAY_HOME_ASSISTANT: (c, v) => { (c.home_assistant ??= {}).enabled = v !== '0' && v !== 'false' }
 }
 
 export interface LoadOptions {

@@ -29,6 +29,9 @@ import { assertDependencyInternals } from './dependency-internals.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
 import { ListenError } from './listen-error.ts'
+import { Integrations } from '../api/store/integrations.ts'
+import { adminIntegrationsPlugin } from '../api/http/admin-integrations.ts'
+import { HomeAssistant } from './integrations/home-assistant.ts'
 
 export interface RunningService {
   config: Config
@@ -154,6 +157,12 @@ export async function startService (config: Config, options: { logger?: Logger }
 
     // Every source hands readings to the same timed pipeline.
     const ingest = instrumentIngest(data.pipeline, metrics)
+    // Home Assistant MQTT discovery (off by default): the broker asks it what the integration may read.
+    const integrations = new Integrations(store)
+    await integrations.load()
+    const homeAssistant = config.home_assistant.enabled
+      ? new HomeAssistant(config.home_assistant, { users, devices, integrations, readings: data.hub, log, ...(config.upstream === undefined ? {} : { upstream: config.upstream }) })
+      : null
     // The embedded MQTT broker (TCP and WebSocket at mqtt.websocket_path); it hands readings to the timed pipeline.
     const broker = config.mqtt.enabled
       ? new MqttBroker({
@@ -162,9 +171,9 @@ export async function startService (config: Config, options: { logger?: Logger }
         maxPacketBytes: config.mqtt.max_packet_bytes,
         connectTimeoutMs: config.mqtt.connect_timeout_ms,
         keepaliveLimitS: config.mqtt.keepalive_limit_s
-      }, { devices, tokens: services.tokens, ingest, log, metrics, readings: data.hub })
+      }, { devices, tokens: services.tokens, ingest, log, metrics, readings: data.hub, ...(homeAssistant === null ? {} : { integrations: homeAssistant }) })
       : null
-    const features = [...apiFeatures, metricsPlugin(metrics), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
+    const features = [...apiFeatures, metricsPlugin(metrics), adminIntegrationsPlugin(integrations), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
     const app = await buildServer(services, {
       bodyLimit: config.http.body_limit_bytes,
       features,
@@ -189,6 +198,12 @@ export async function startService (config: Config, options: { logger?: Logger }
       await broker.start()
       stack.push(async () => { await broker.stop() })
       healthSources.push(() => [broker.health()])
+    }
+    if (homeAssistant !== null) {
+      if (broker !== null) homeAssistant.useBroker(broker)
+      await homeAssistant.start()
+      stack.push(async () => { await homeAssistant.stop() })
+      healthSources.push(() => [homeAssistant.health()])
     }
 
     // BLE straps (only those paired with a member, or on ble.allow) and serial sensors.

@@ -24,6 +24,8 @@ export interface UserRecord {
   created_at: number
   /** The member hides from room displays (README "Member pages"): until that time (ms), or until turned off (null). */
   room_hidden?: RoomHidden
+  /** Opted in to Home Assistant MQTT discovery (relay/integrations/home-assistant.ts); absent = off. */
+  home_assistant?: boolean
 }
 
 export interface RoomHidden { since: number, until: number | null }
@@ -155,6 +157,21 @@ export class Users {
       if (!u.features.includes(feature)) u.features.push(feature)
       return u
     })
+  }
+
+  private readonly homeAssistantListeners = new Set<(user: UserRecord) => void>()
+
+  /** Sets a member's Home Assistant opt-in; listeners hear the updated record. */
+  async setHomeAssistant (profileId: string, enabled: boolean): Promise<UserRecord | undefined> {
+    const updated = await this.update(profileId, u => { u.home_assistant = enabled; return u })
+    if (updated !== undefined) for (const fn of this.homeAssistantListeners) fn(updated)
+    return updated
+  }
+
+  /** Called after each change of a Home Assistant opt-in; returns the unsubscribe function. */
+  onHomeAssistantChanged (fn: (user: UserRecord) => void): () => void {
+    this.homeAssistantListeners.add(fn)
+    return () => { this.homeAssistantListeners.delete(fn) }
   }
 
   async list (): Promise<UserRecord[]> {

@@ -17,6 +17,7 @@ import { gameModRoutes } from './member-gamemod.ts'
 import { widgetRoutes } from './member-widgets.ts'
 import { memberSessionRoutes, sessionsSection } from './member-sessions.ts'
 import { roomVisibilityBlock, roomVisibilityRoutes } from './member-rooms.ts'
+import { homeAssistantRoutes, homeAssistantSection } from './member-home-assistant.ts'
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -57,7 +58,8 @@ ${roomVisibilityBlock(user, session.csrf)}
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
 ${await sessionsSection(app, user.profile_id)}
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
-<p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>`
+<p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>
+${homeAssistantSection(user, session.csrf)}`
     return await sendPage(reply, 200, 'Today', body, {
       ...memberNav(session.csrf, '/me'),
       styles: ['/web/vendor/uplot/uPlot.min.css'],
@@ -80,4 +82,5 @@ ${await sessionsSection(app, user.profile_id)}
   await memberSessionRoutes(app)
   await gameModRoutes(app)
   await roomVisibilityRoutes(app)
+  await homeAssistantRoutes(app)
 }

@@ -11,6 +11,13 @@
 //   `hr-relay/v1/users/<its profile_id>/heart_rate` and to the status topics
 //   of its user's devices, exactly: no wildcards, no `$SYS`. It may not
 //   publish.
+// - An integration (Home Assistant) connects with the credentials of
+//   `hr-relay admin integration add` (username `<name>@hr-relay`, outside the
+//   device id alphabet) and reads what IntegrationAccess.mayRead allows: the
+//   discovery topics and the topics of members who opted in. Any subscription
+//   filter outside `$` is accepted, and every delivered message (retained ones
+//   too) passes authorizeForward, so `#` does not leak other members' topics.
+//   It may publish only its own birth/will (`<discovery_prefix>/status`).
 // - Anonymous connections are refused (CONNACK 5), wrong credentials get 4.
 // - Client ids (a client id names a session, and a second connection with the
 //   same id takes the first one's place, [MQTT-3.1.4-2]); see clientIdAllowed:
@@ -46,6 +53,14 @@ export const READ_SCOPE = 'data:heart_rate:read'
 export type Principal =
   | { kind: 'device', device_id: string, profile_id: string }
   | { kind: 'app', profile_id: string, token_digest: string, expires_at: number }
+  | { kind: 'integration', name: string }
+
+/** What the broker asks an integration (relay/integrations/home-assistant.ts). */
+export interface IntegrationAccess {
+  verify (username: string, password: string): { name: string } | undefined
+  mayRead (topic: string): boolean
+  mayPublish (topic: string): boolean
+}
 
 /** The subset of Metrics the broker reports to. */
 export interface BrokerMetrics {
@@ -61,6 +76,8 @@ export interface AuthDeps {
   /** Called after each decoded device reading was handled by the pipeline. */
   onReading?: (reading: Reading, result: IngestResult) => void
   now?: () => number
+  /** Integrations that may read (Home Assistant); none when absent. */
+  integrations?: IntegrationAccess
 }
 
 export class MqttRefusal extends Error {
@@ -76,6 +93,7 @@ function connackError (message: string, returnCode: 2 | 3 | 4 | 5): Authenticate
 function samePrincipal (a: Principal, b: Principal): boolean {
   if (a.kind === 'device' && b.kind === 'device') return a.device_id === b.device_id
   if (a.kind === 'app' && b.kind === 'app') return a.profile_id === b.profile_id
+  if (a.kind === 'integration' && b.kind === 'integration') return a.name === b.name
   return false
 }
 
@@ -130,6 +148,13 @@ export class BrokerAuth {
       }
       principal = { kind: 'app', profile_id: found.token.profile_id, token_digest: found.digest, expires_at: found.token.expires_at }
       this.secrets.set(client, secret)
+    } else if (username.includes('@') && this.deps.integrations !== undefined) {
+      const integration = this.deps.integrations.verify(username, secret)
+      if (integration === undefined) {
+        log.info({ client_id: client.id, username }, 'MQTT integration credentials refused')
+        throw connackError('bad user name or password', 4)
+      }
+      principal = { kind: 'integration', name: integration.name }
     } else {
       const device = await this.deps.devices.verifyMqtt(username, secret)
       if (device === undefined) {
@@ -175,6 +200,11 @@ export class BrokerAuth {
     // null: a stale will of a client that is gone; refused.
     if (client === null) throw this.refuse('mqtt_unauthorized_publish', 'publish without a client')
     const principal = this.principals.get(client)
+    if (principal?.kind === 'integration' && this.deps.integrations?.mayPublish(packet.topic) === true) {
+      // Home Assistant's birth and last will: passed on, never retained.
+      packet.retain = false
+      return
+    }
     if (principal === undefined || principal.kind !== 'device') throw this.refuse('mqtt_unauthorized_publish', 'only devices may publish')
     const topic = parseDeviceTopic(packet.topic)
     if (topic === null || normalizeDeviceId(topic.device_id) !== principal.device_id) {
@@ -220,6 +250,7 @@ export class BrokerAuth {
 
   async authorizeSubscribe (client: Client, sub: Subscription): Promise<Subscription | null> {
     const principal = this.principals.get(client)
+    if (principal?.kind === 'integration') return this.integrationSubscription(client, sub)
     if (principal?.kind !== 'app') return null
     // Exact topics only: '+', '#' and '$SYS/...' never equal one of them.
     if (!this.appMayRead(principal.profile_id, sub.topic)) {
@@ -233,12 +264,22 @@ export class BrokerAuth {
   /** Delivery check (synchronous in aedes): only the app's own user topic, only while its token is valid. */
   authorizeForward (client: Client, topic: string): boolean {
     const principal = this.principals.get(client)
+    if (principal?.kind === 'integration') return this.deps.integrations?.mayRead(topic) === true
     if (principal?.kind !== 'app') return false
     if (principal.expires_at <= this.now()) {
       client.close()
       return false
     }
     return this.appMayRead(principal.profile_id, topic)
+  }
+
+  /** Any filter but `$...` ([MQTT-4.7.2-1]: wildcards never match `$` topics); each message is checked in authorizeForward. */
+  private integrationSubscription (client: Client, sub: Subscription): Subscription | null {
+    if (this.deps.integrations === undefined || sub.topic.startsWith('$')) {
+      this.deps.log.info({ client_id: client.id, topic: sub.topic.slice(0, 200) }, 'MQTT subscription refused')
+      return null
+    }
+    return { ...sub, qos: Math.min(sub.qos, 1) as 0 | 1 }
   }
 
   /** An app reads its user's reading topic and the status topics of that user's devices. */

@@ -14,7 +14,7 @@ import type { Devices } from '../../api/store/devices.ts'
 import type { Tokens } from '../../api/store/tokens.ts'
 import type { HealthEntry } from '../../api/services.ts'
 import { watchAccessToken } from '../../api/store/token-watch.ts'
-import { BrokerAuth, type BrokerMetrics } from './auth.ts'
+import { BrokerAuth, type BrokerMetrics, type IntegrationAccess } from './auth.ts'
 import { limitStream } from './limits.ts'
 import { assertAedesInternals } from '../dependency-internals.ts'
 import { ListenError } from '../listen-error.ts'
@@ -45,6 +45,8 @@ export interface BrokerDeps {
   metrics?: BrokerMetricsSink
   /** When given, each stored reading is published on its owner's user topic. */
   readings?: ReadingFeed
+  /** Integrations (Home Assistant) that read members' topics; onReplaced fires when their password changes. */
+  integrations?: IntegrationAccess & { onReplaced (fn: () => void): () => void }
 }
 
 export class MqttBroker {
@@ -57,6 +59,7 @@ export class MqttBroker {
   private readonly deviceClients = new Map<string, Set<Client>>()
   /** Connected apps, each with the function that stops watching its token. */
   private appClients = new Map<Client, () => void>()
+  private readonly integrationClients = new Set<Client>()
   private listenPort: number | null = null
   private state: HealthEntry = { id: 'mqtt', state: 'stopped' }
   private readonly log: Logger
@@ -69,7 +72,8 @@ export class MqttBroker {
       ingest: deps.ingest,
       log: this.log,
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
-      onReading: (reading, result) => { this.readingHandled(reading, result) }
+      onReading: (reading, result) => { this.readingHandled(reading, result) },
+      ...(deps.integrations === undefined ? {} : { integrations: deps.integrations })
     })
   }
 
@@ -104,6 +108,8 @@ export class MqttBroker {
     this.cleanups.push(this.deps.devices.onRemoved(device => {
       for (const client of this.deviceClients.get(device.device_id) ?? []) client.close()
     }))
+    // New integration credentials end the connections made with the old ones.
+    if (this.deps.integrations !== undefined) this.cleanups.push(this.deps.integrations.onReplaced(() => { for (const c of this.integrationClients) c.close() }))
     if (this.deps.readings !== undefined) this.cleanups.push(this.deps.readings.subscribeAll(r => { this.publishReading(r) }))
 
     const server = createServer(socket => { this.handle(socket) })
@@ -151,6 +157,17 @@ export class MqttBroker {
     })
   }
 
+  /** Publishes a retained message (QoS 1) from the relay itself; an empty payload clears the retained message. */
+  async publishRetained (topic: string, payload: string): Promise<void> {
+    const aedes = this.aedes
+    if (aedes === null || aedes.closed) return
+    await new Promise<void>((resolve, reject) => {
+      aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(payload), qos: 1, retain: true, dup: false }, err => {
+        if (err !== undefined && err !== null) reject(err); else resolve()
+      })
+    })
+  }
+
   private readingHandled (reading: Reading, result: IngestResult): void {
     if (reading.device_id === undefined) return
     this.deps.devices.readingSeen(reading.device_id, 'mqtt', reading)
@@ -174,6 +191,9 @@ export class MqttBroker {
       this.deps.devices.sighting({ device_id: principal.device_id, source: 'mqtt', connected: true, seen_at: Date.now() })
       this.publishStatus(principal.device_id, STATUS_ONLINE)
       this.log.info({ device_id: principal.device_id, client_id: client.id }, 'MQTT device connected')
+    } else if (principal.kind === 'integration') {
+      this.integrationClients.add(client)
+      this.log.info({ integration: principal.name, client_id: client.id }, 'MQTT integration connected')
     } else {
       // The connection lasts as long as its token: revocation (a token store event) or expiry (a timer) closes it.
       this.appClients.set(client, watchAccessToken(this.deps.tokens, principal.token_digest, principal.expires_at, why => {
@@ -196,6 +216,8 @@ export class MqttBroker {
         this.publishStatus(principal.device_id, STATUS_OFFLINE)
         this.log.info({ device_id: principal.device_id }, 'MQTT device disconnected')
       }
+    } else if (principal.kind === 'integration') {
+      this.integrationClients.delete(client)
     } else {
       this.appClients.get(client)?.()
       this.appClients.delete(client)
@@ -226,6 +248,7 @@ export class MqttBroker {
     this.conns.clear()
     await closed
     this.deviceClients.clear()
+    this.integrationClients.clear()
     for (const stopWatching of this.appClients.values()) stopWatching()
     this.appClients = new Map()
     this.state = { id: 'mqtt', state: 'stopped' }
