@@ -2,16 +2,16 @@
 // specification's JSON body `{"error_code": <number>, "error_message": "<id>"}`
 // (spec section 7; clients call response.json() on every failed response).
 // Codes 7001-7015 and 6001-6004 are the specification's; 9xxx are hr-relay's
-// own for conditions the specification leaves without a code (README "Errors").
+// own for conditions the specification leaves without a code. Only codes the
+// server sends are here; test/api/errors-table.test.ts keeps this table and
+// the README's "Errors" table identical.
 
 export interface ApiErrorDef { code: number, message: string, status: number }
 
 export const API_ERRORS = {
-  token_validation: { code: 7001, message: 'error_while_validating_token', status: 500 },
   token_not_found: { code: 7005, message: 'token_not_found', status: 401 },
   token_expired: { code: 7006, message: 'token_expired', status: 401 },
   premium_required: { code: 7007, message: 'premium_required', status: 402 },
-  error_returning_result: { code: 7008, message: 'error_returning_result', status: 500 },
   header_missing: { code: 7009, message: 'error_authorization_header_is_not_present', status: 403 },
   header_wrong_format: { code: 7010, message: 'error_authorization_header_has_wrong_format', status: 403 },
   invalid_scope: { code: 7011, message: 'error_invalid_scope', status: 400 },
@@ -24,18 +24,15 @@ export const API_ERRORS = {
   storage_full: { code: 6001, message: 'error_storage_full', status: 500 },
   storage_failed: { code: 6001, message: 'error_storage_write_failed', status: 500 },
   latest_failed: { code: 6002, message: 'error_retrieving_latest_heart_rate', status: 500 },
-  invalid_scope_data: { code: 6003, message: 'error_invalid_scope', status: 400 },
   invalid_response_mode: { code: 6004, message: 'error_invalid_response_mode', status: 422 },
   // hr-relay's own codes (not in the specification), documented in the README.
   not_found: { code: 9404, message: 'not_found', status: 404 },
   method_not_allowed: { code: 9405, message: 'method_not_allowed', status: 405 },
   no_heart_rate_data: { code: 9412, message: 'no_heart_rate_data', status: 412 },
   payload_too_large: { code: 9413, message: 'payload_too_large', status: 413 },
-  unsupported_media_type: { code: 9415, message: 'unsupported_media_type', status: 415 },
   rate_limited: { code: 9429, message: 'too_many_requests', status: 429 },
   forbidden: { code: 9403, message: 'forbidden', status: 403 },
   conflict: { code: 9409, message: 'conflict', status: 409 },
-  unavailable: { code: 9503, message: 'service_unavailable', status: 503 },
   request_timeout: { code: 9408, message: 'request_timeout', status: 408 },
   upgrade_required: { code: 9426, message: 'upgrade_required', status: 426 },
   headers_too_large: { code: 9431, message: 'request_header_fields_too_large', status: 431 }

@@ -1,0 +1,37 @@
+// The README's "Errors" table and the code's table (api/errors.ts) say the
+// same thing, and every code in the table is one the server can send: it is
+// named somewhere in api/ or relay/ outside the table itself.
+import t from 'tap'
+import { readFile, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { API_ERRORS } from '../../api/errors.ts'
+
+const root = new URL('../../', import.meta.url).pathname
+
+async function sources (dir: string): Promise<string[]> {
+  const out: string[] = []
+  for (const e of await readdir(join(root, dir), { withFileTypes: true })) {
+    const rel = join(dir, e.name)
+    if (e.isDirectory()) out.push(...await sources(rel))
+    else if (/\.(ts|js)$/.test(e.name)) out.push(rel)
+  }
+  return out
+}
+
+t.test('the README error table lists exactly the codes of api/errors.ts', async t => {
+  const readme = await readFile(join(root, 'README.md'), 'utf8')
+  const start = readme.indexOf('\n### Errors\n')
+  t.ok(start > 0, 'README has an "Errors" section')
+  const section = readme.slice(start + 1, readme.indexOf('\n#', start + 2))
+  const rows = [...section.matchAll(/^\| (\d{4}) \| ([a-z0-9_]+) \| (\d{3}) \|/gm)].map(m => `${m[1]} ${m[2]} ${m[3]}`)
+  const table = Object.values(API_ERRORS).map(d => `${d.code} ${d.message} ${d.status}`)
+  t.same([...rows].sort(), [...table].sort(), 'same (code, error_message, HTTP status) rows')
+  t.equal(new Set(rows).size, rows.length, 'no row twice')
+})
+
+t.test('every code in the table is used by the server', async t => {
+  const files = [...await sources('api'), ...await sources('relay')].filter(f => f !== join('api', 'errors.ts'))
+  const text = (await Promise.all(files.map(async f => await readFile(join(root, f), 'utf8')))).join('\n')
+  const unused = Object.keys(API_ERRORS).filter(name => !text.includes(`'${name}'`))
+  t.same(unused, [], 'no entry that nothing sends')
+})
