@@ -11,9 +11,9 @@ import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario
 import { requireMqtt, startServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
 import { compiledEntry } from './lib/build.ts'
+import { rssFigures } from './lib/accounting.ts'
 import type { LoadStats } from '../device-sim/load.ts'
 
-const MB = 1024 * 1024
 const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 25, viewers: 25 } : { devices: 2000, viewers: 500 }
 
 async function diskPerReading (quick: boolean, f: Fleet): Promise<{ perReading: number, readings: number, before: number, after: number }> {
@@ -79,8 +79,7 @@ export const footprint: Scenario = {
     const lost = stats.sent - stats.acked
     return {
       figures: [
-        figure(`RSS, ${nd} devices at 1 Hz + ${nv} WebSocket viewers (steady)`, steady / MB, 'MB', { name: 'idle', value: idle / MB }, { text: 'RSS <= 150 MB', met: steady <= 150 * MB }),
-        figure('RSS peak (while the devices connect)', peak / MB, 'MB', { name: 'idle', value: idle / MB }),
+        ...rssFigures({ idle, steady, peak }, nd, nv),
         figure('disk bytes per stored reading after compaction', disk.perReading, 'bytes', undefined, { text: '<= 24 bytes', met: disk.perReading <= 24 }),
         figure('devices connected', stats.connected, 'devices', undefined, { text: `all ${nd}`, met: stats.connected === nd })
       ],

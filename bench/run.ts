@@ -16,8 +16,9 @@ import { e2eLatency } from './e2e-latency.ts'
 import { wsFanout } from './ws-fanout.ts'
 import { footprint } from './footprint.ts'
 import { blePath } from './ble-path.ts'
+import { startup } from './startup.ts'
 
-export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, wsFanout, footprint, blePath]
+export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, wsFanout, footprint, blePath, startup]
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url))
 
 async function main (): Promise<number> {

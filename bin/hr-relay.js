@@ -1,14 +1,50 @@
 #!/usr/bin/env node
-// Runs the compiled CLI from dist/ when `npm run build` has been run, and the
-// TypeScript sources through tsx otherwise (a fresh clone needs no build step).
-import { existsSync } from 'node:fs'
+// Runs the compiled CLI in dist/ (built by `npm run build`, which `npm install`
+// runs through the `prepare` script): no TypeScript compiler at run time.
+// When dist/ is missing or older than the sources (a `git pull` without a
+// build), it says so and runs the TypeScript sources through tsx instead;
+// HR_RELAY_FROM_SOURCE=1 (set by `npm test`) always runs the sources.
+import { readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const compiled = fileURLToPath(new URL('../dist/relay/cli-entry.js', import.meta.url))
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const COMPILED = ROOT + 'dist/relay/cli-entry.js'
+/** Written by scripts/build.mjs with the time the build started. */
+const STAMP = ROOT + 'dist/.build-stamp'
+const SOURCES = ['api', 'relay', 'device-sim', 'firmware-protocol']
+
+/** Newest modification time of a file or folder under `dir` (a folder's time changes when a file is added or removed). */
+function newest (dir) {
+  let t = 0
+  let entries
+  try {
+    t = statSync(dir).mtimeMs
+    entries = readdirSync(dir, { withFileTypes: true })
+  } catch { return t }
+  for (const e of entries) {
+    const path = dir + '/' + e.name
+    const m = e.isDirectory() ? newest(path) : statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0
+    if (m > t) t = m
+  }
+  return t
+}
+
+/** Why dist/ cannot be used, or undefined when it is current. */
+function staleness () {
+  const stamp = statSync(STAMP, { throwIfNoEntry: false })
+  if (stamp === undefined || statSync(COMPILED, { throwIfNoEntry: false }) === undefined) return 'dist/ is missing'
+  for (const folder of SOURCES) {
+    if (newest(ROOT + folder) > stamp.mtimeMs) return `${folder}/ changed after the last build`
+  }
+  return undefined
+}
+
 let mod
-if (existsSync(compiled) && process.env.HR_RELAY_FROM_SOURCE !== '1') {
-  mod = await import(compiled)
+const stale = process.env.HR_RELAY_FROM_SOURCE === '1' ? 'HR_RELAY_FROM_SOURCE=1' : staleness()
+if (stale === undefined) {
+  mod = await import(COMPILED)
 } else {
+  if (process.env.HR_RELAY_FROM_SOURCE !== '1') process.stderr.write(`hr-relay: ${stale}; running the TypeScript sources through tsx (slower start). Run \`npm run build\`.\n`)
   const { register } = await import('tsx/esm/api')
   register()
   mod = await import('../relay/cli-entry.ts')

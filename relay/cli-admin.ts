@@ -4,7 +4,10 @@
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { serverInfoFile, type ServerInfo } from './main.ts'
+import type { ServerInfo } from './main.ts'
+
+/** The file relay/main.ts writes once it listens (its serverInfoFile); not imported from there, which loads the whole service. */
+const serverInfoFile = (dataDir: string): string => join(dataDir, 'server.json')
 
 export class CliError extends Error {
   constructor (message: string, readonly exitCode = 1, readonly body?: unknown) { super(message); this.name = 'CliError' }

@@ -1,9 +1,7 @@
-// The `hr-relay` command: start, admin, sim.
+// The `hr-relay` command: start, admin, sim. Each subcommand loads what it
+// needs when it runs (dynamic import): `--help` and `admin ...` never load
+// Fastify, Aedes, LevelDB, BLE, serial or the simulator.
 import { parseArgs } from 'node:util'
-import { loadConfig, ConfigError } from './config.ts'
-import { startService } from './main.ts'
-import { DataDirError, StoreLockedError, StoreOpenError } from '../api/store/db.ts'
-import { ListenError } from './listen-error.ts'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 
 /** Built when printed: other folders register admin commands and subcommands at load time. */
@@ -40,6 +38,7 @@ async function start (argv: string[]): Promise<number> {
     return 2
   }
   if (values.help === true) { process.stdout.write(usage()); return 0 }
+  const [{ loadConfig }, { startService }] = await Promise.all([import('./config.ts'), import('./main.ts')])
   const config = await loadConfig({
     ...(values.config === undefined ? {} : { file: values.config }),
     overrides: raw => {
@@ -61,6 +60,12 @@ async function start (argv: string[]): Promise<number> {
   process.on('SIGINT', () => { stop('SIGINT') })
   process.on('SIGTERM', () => { stop('SIGTERM') })
   return -1 // keep running
+}
+
+/** The error when it is a configuration or store error (their modules load only here, after a failure; `start` has them loaded already). */
+async function isOperatorError (err: unknown): Promise<Error | undefined> {
+  const [{ ConfigError }, { DataDirError, StoreLockedError, StoreOpenError }, { ListenError }] = await Promise.all([import('./config.ts'), import('../api/store/db.ts'), import('./listen-error.ts')])
+  return err instanceof ConfigError || err instanceof StoreLockedError || err instanceof StoreOpenError || err instanceof DataDirError || err instanceof ListenError ? err : undefined
 }
 
 export async function main (argv: string[]): Promise<number> {
@@ -86,9 +91,10 @@ export async function main (argv: string[]): Promise<number> {
     }
   } catch (err) {
     const json = rest.includes('--json')
-    if (err instanceof CliError || err instanceof ConfigError || err instanceof StoreLockedError || err instanceof StoreOpenError || err instanceof DataDirError || err instanceof ListenError) {
-      if (json) process.stdout.write(JSON.stringify({ error: err.message, ...(err instanceof CliError && err.body !== undefined ? { response: err.body } : {}) }) + '\n')
-      else process.stderr.write(`hr-relay: ${err.message}\n`)
+    const known = err instanceof CliError ? err : await isOperatorError(err)
+    if (known !== undefined) {
+      if (json) process.stdout.write(JSON.stringify({ error: known.message, ...(known instanceof CliError && known.body !== undefined ? { response: known.body } : {}) }) + '\n')
+      else process.stderr.write(`hr-relay: ${known.message}\n`)
       return err instanceof CliError ? err.exitCode : 1
     }
     throw err

@@ -16,10 +16,7 @@ import { buildDataServices } from '../api/data-services.ts'
 import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
 import type { Config } from './config.ts'
-import { startDemo } from '../device-sim/demo.ts'
-import { prepareDemo } from '../device-sim/demo-hardware.ts'
 import { SourceManager, buildSources } from './sources/manager.ts'
-import { MidiOutput } from './outputs/midi.ts'
 import { OscOutput } from './outputs/osc.ts'
 import { MemberFeed } from './outputs/member-feed.ts'
 import { Devices } from '../api/store/devices.ts'
@@ -93,7 +90,7 @@ export async function startService (config: Config, options: { logger?: Logger }
 
   try {
     // The demo's straps (BlueZ emulator on a private D-Bus) and serial ptys exist before the sources are built, and stop after them.
-    const demoHw = config.demo ? await prepareDemo(config, log) : null
+    const demoHw = config.demo ? await (await import('../device-sim/demo-hardware.ts')).prepareDemo(config, log) : null
     if (demoHw !== null) { stack.push(demoHw.stop); config = demoHw.config }
     const admin = await ensureAdminToken(dataDir).catch(err => { throw dataDirError(dataDir, err) })
     const healthSources: Array<() => HealthEntry[]> = []
@@ -234,6 +231,7 @@ export async function startService (config: Config, options: { logger?: Logger }
     }
     // MIDI outputs: one Note On message per reading.
     for (const m of config.midi) {
+      const { MidiOutput } = await import('./outputs/midi.ts')
       const output = new MidiOutput({ path: m.path, kind: m.kind, order: m.order, channel: m.channel, logger: log })
       const controller = new AbortController()
       await output.start(controller.signal)
@@ -254,7 +252,7 @@ export async function startService (config: Config, options: { logger?: Logger }
 
     const running: RunningService = { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
     // The simulated gym (device-sim/demo.ts) talks to the service only through the admin API and a device transport.
-    if (config.demo) { const demo = await startDemo(running, log, demoHw); stack.push(demo.stop) }
+    if (config.demo) { const demo = await (await import('../device-sim/demo.ts')).startDemo(running, log, demoHw); stack.push(demo.stop) }
     log.info({ url: httpUrl, data_dir: dataDir }, 'hr-relay ready')
     return running
   } catch (err) {

@@ -1,11 +1,12 @@
 // Builds the configured sources (BLE, serial) and connects each to the one
 // ingest pipeline through a SourceSink; reports their states for /health.
+// The BLE and serial modules (node-ble, dbus-next, serialport) are imported
+// when a configured source starts: a box without BLE or serial devices never
+// loads them.
 import type { Logger } from 'pino'
 import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
 import type { HealthEntry } from '../../api/services.ts'
 import type { Config } from '../config.ts'
-import { BleSource } from './ble.ts'
-import { SerialSource } from './serial.ts'
 import type { DeviceSighting, Source, SourceSink, SourceStatus } from './source.ts'
 
 export interface SourceDeps {
@@ -19,10 +20,39 @@ export interface SourceDeps {
   log: Logger
 }
 
+/**
+ * A source whose module is imported, and the source built, on start().
+ * Before that it reports `before` under its final id.
+ */
+export class LazySource implements Source {
+  private source: Source | undefined
+  private stopped = false
+
+  constructor (readonly id: string, private readonly load: () => Promise<Source>, private readonly before: SourceStatus) {}
+
+  async start (signal: AbortSignal, sink: SourceSink): Promise<void> {
+    const source = await this.load()
+    if (source.id !== this.id) throw new Error(`source ${source.id} was configured as ${this.id}`)
+    // stop() ran while the module loaded: never start it.
+    if (this.stopped || signal.aborted) return
+    this.source = source
+    await source.start(signal, sink)
+  }
+
+  async stop (): Promise<void> {
+    this.stopped = true
+    await this.source?.stop()
+  }
+
+  status (): SourceStatus {
+    return this.source?.status() ?? (this.stopped ? { state: 'stopped', connected: 0 } : { ...this.before })
+  }
+}
+
 export function buildSources (config: Config, log: Logger, isPaired: (id: string) => boolean): Source[] {
   const sources: Source[] = []
   if (config.ble.enabled) {
-    sources.push(new BleSource({
+    sources.push(new LazySource('ble', async () => new (await import('./ble.ts')).BleSource({
       adapter: config.ble.adapter,
       allow: config.ble.allow.map(a => a.toUpperCase()),
       shouldConnect: address => isPaired(address),
@@ -31,17 +61,17 @@ export function buildSources (config: Config, log: Logger, isPaired: (id: string
       backoff: { initialMs: config.ble.backoff_initial_ms, maxMs: config.ble.backoff_max_ms },
       rescanIntervalMs: config.ble.rescan_interval_ms,
       logger: log
-    }))
+    }), { state: 'stopped', connected: 0 }))
   }
   for (const port of config.serial) {
-    sources.push(new SerialSource({
+    sources.push(new LazySource(`serial:${port.path}`, async () => new (await import('./serial.ts')).SerialSource({
       path: port.path,
       baudRate: port.baud_rate,
       format: port.format,
       ...(port.device_id === undefined ? {} : { deviceId: port.device_id }),
       pollIntervalMs: port.poll_interval_ms,
       logger: log
-    }))
+    }), { state: 'starting', connected: 0 }))
   }
   return sources
 }

@@ -1,0 +1,119 @@
+// startup: how fast the installed command answers, through bin/hr-relay.js as
+// an operator runs it (compiled dist/; the scenario builds it first when it is
+// missing or stale). Each figure is the median wall time of N runs, spawn to
+// exit (or to GET /health 200), against `node -e 0` measured in the same run:
+// `hr-relay --help`, `hr-relay admin user list` against a running service,
+// and `hr-relay start --no-demo` until /health answers 200.
+import { spawn } from 'node:child_process'
+import { readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { BenchFailure } from './lib/errors.ts'
+import { figure } from './lib/results.ts'
+import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
+import { ROOT, startServer, tempDir } from './lib/server.ts'
+import { summarize } from './lib/stats.ts'
+
+const BIN = join(ROOT, 'bin/hr-relay.js')
+const FALLBACK = /running the TypeScript sources through tsx/
+
+/** The environment of an operator's shell: no HR_RELAY_FROM_SOURCE, BLE off, quiet log. */
+function env (): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { ...process.env, HR_RELAY_BLE: '0', HR_RELAY_LOG_LEVEL: 'warn' }
+  delete e.HR_RELAY_FROM_SOURCE
+  return e
+}
+
+/** Runs a command to its exit; wall time in ms. */
+async function timed (args: string[]): Promise<{ ms: number, code: number | null, stdout: string, stderr: string }> {
+  const t0 = performance.now()
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: env(), stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (c: Buffer) => { stdout += c.toString('utf8') })
+  child.stderr.on('data', (c: Buffer) => { stderr += c.toString('utf8') })
+  const code = await new Promise<number | null>(resolve => { child.on('close', resolve) })
+  return { ms: performance.now() - t0, code, stdout, stderr }
+}
+
+async function median (n: number, args: string[], check: (r: { code: number | null, stdout: string, stderr: string }) => boolean): Promise<number> {
+  const times: number[] = []
+  for (let i = 0; i < n; i++) {
+    const r = await timed(args)
+    if (!check(r)) throw new BenchFailure(`node ${args.join(' ')} failed (exit ${r.code}): ${r.stderr.slice(0, 500)}`)
+    times.push(r.ms)
+  }
+  return summarize(times).p50
+}
+
+/** `hr-relay start --no-demo` on a fresh data directory: ms from spawn to the first GET /health 200. */
+async function startToHealth (): Promise<number> {
+  const dataDir = await tempDir('startup')
+  const t0 = performance.now()
+  const child = spawn(process.execPath, [BIN, 'start', '--data-dir', dataDir, '--host', '127.0.0.1', '--http-port', '0', '--mqtt-port', '0', '--no-demo'], { cwd: ROOT, env: env(), stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  child.stderr.on('data', (c: Buffer) => { err = (err + c.toString('utf8')).slice(-4000) })
+  const exited = new Promise<void>(resolve => { child.once('exit', () => { resolve() }) })
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new BenchFailure(`hr-relay start exited with ${child.exitCode}: ${err}`)
+      if (performance.now() - t0 > 60_000) throw new BenchFailure(`hr-relay start: no /health 200 within 60 s: ${err}`)
+      try {
+        const info = JSON.parse(await readFile(join(dataDir, 'server.json'), 'utf8')) as { url: string }
+        if ((await fetch(info.url + '/health')).status === 200) return performance.now() - t0
+      } catch { /* not listening yet */ }
+      await sleep(5)
+    }
+  } finally {
+    child.kill('SIGTERM')
+    await exited
+    await rm(dataDir, { recursive: true, force: true })
+  }
+}
+
+export const startup: Scenario = {
+  name: 'startup',
+  reference: '`node -e 0` (a bare node start), median of the same number of runs in the same run',
+  async run (ctx: Context): Promise<Outcome> {
+    const n = ctx.quick ? 5 : 20
+    const nStart = ctx.quick ? 3 : 10
+    const notes: string[] = []
+    // The installed box runs dist/; build it when bin/hr-relay.js would fall back to tsx.
+    const probe = await timed([BIN, '--help'])
+    if (FALLBACK.test(probe.stderr)) {
+      ctx.log(`startup: ${probe.stderr.trim()}; building dist/ (npm run build)`)
+      const build = await timed([join(ROOT, 'scripts/build.mjs')])
+      if (build.code !== 0) throw new BenchFailure(`npm run build failed: ${build.stderr.slice(-2000)}`)
+      notes.push(`dist/ was missing or stale: built it first (${(build.ms / 1000).toFixed(1)} s)`)
+      if (FALLBACK.test((await timed([BIN, '--help'])).stderr)) throw new BenchFailure('bin/hr-relay.js still runs the sources after npm run build')
+    }
+    const ok = (r: { code: number | null, stderr: string }): boolean => r.code === 0 && !FALLBACK.test(r.stderr)
+
+    const bare = await median(n, ['-e', '0'], r => r.code === 0)
+    const help = await median(n, [BIN, '--help'], r => ok(r) && r.stdout.includes('hr-relay start'))
+
+    const server = await startServer()
+    let admin: number
+    try {
+      await server.admin('POST', '/admin/users', { username: 'startup', password: 'startup-password' })
+      admin = await median(n, [BIN, 'admin', 'user', 'list', '--data-dir', server.dataDir], r => ok(r) && r.stdout.startsWith('startup\t'))
+    } finally {
+      await server.stop()
+    }
+
+    const starts: number[] = []
+    for (let i = 0; i < nStart; i++) starts.push(await startToHealth())
+    const start = summarize(starts).p50
+    const ref = { name: 'node -e 0', value: bare }
+    notes.push(`${n} runs each of node -e 0, --help and admin user list; ${nStart} starts, each on a fresh data directory (start: ${starts.map(s => s.toFixed(0)).join(', ')} ms)`)
+    return {
+      figures: [
+        figure(`hr-relay --help, median of ${n}`, help, 'ms', ref, { text: '<= 150 ms', met: help <= 150 }),
+        figure(`hr-relay admin user list against a running service, median of ${n}`, admin, 'ms', ref, { text: '<= 400 ms', met: admin <= 400 }),
+        figure(`hr-relay start --no-demo to GET /health 200, median of ${nStart}`, start, 'ms', ref, { text: '<= 1,500 ms', met: start <= 1500 }),
+        figure(`node -e 0, median of ${n}`, bare, 'ms')
+      ],
+      lost: 0,
+      notes
+    }
+  }
+}

@@ -1,0 +1,89 @@
+// bin/hr-relay.js runs the compiled dist/ while it is current (no tsx, no
+// esbuild loaded), and the TypeScript sources through tsx, saying so, when
+// dist/ is missing or older than a source. A small tree inside the project
+// (git-ignored .tap/, so tsx resolves from node_modules) stands in for it.
+import t, { type Test } from 'tap'
+import { spawn } from 'node:child_process'
+import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
+const HOOK = join(ROOT, 'test/helpers/record-modules.mjs')
+
+async function tree (t: Test): Promise<string> {
+  await mkdir(join(ROOT, '.tap'), { recursive: true })
+  const dir = await mkdtemp(join(ROOT, '.tap', 'bin-'))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  await mkdir(join(dir, 'bin'))
+  await copyFile(join(ROOT, 'bin/hr-relay.js'), join(dir, 'bin/hr-relay.js'))
+  await mkdir(join(dir, 'relay'))
+  await writeFile(join(dir, 'relay/cli-entry.ts'), "export async function main (argv: string[]): Promise<number> { process.stdout.write('source ' + argv.join(' ') + '\\n'); return 0 }\n")
+  await mkdir(join(dir, 'dist/relay'), { recursive: true })
+  await writeFile(join(dir, 'dist/relay/cli-entry.js'), "export async function main (argv) { process.stdout.write('dist ' + argv.join(' ') + '\\n'); return 3 }\n")
+  // Sources an hour old, the build stamp a minute old.
+  const hourAgo = new Date(Date.now() - 3_600_000)
+  await utimes(join(dir, 'relay/cli-entry.ts'), hourAgo, hourAgo)
+  await utimes(join(dir, 'relay'), hourAgo, hourAgo)
+  await writeFile(join(dir, 'dist/.build-stamp'), 'stamp\n')
+  const minuteAgo = new Date(Date.now() - 60_000)
+  await utimes(join(dir, 'dist/.build-stamp'), minuteAgo, minuteAgo)
+  return dir
+}
+
+async function run (dir: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stdout: string, stderr: string, modules: string }> {
+  const log = join(dir, 'modules.log')
+  await writeFile(log, '')
+  const base = { ...process.env }
+  delete base.HR_RELAY_FROM_SOURCE
+  const child = spawn(process.execPath, ['--import', HOOK, join(dir, 'bin/hr-relay.js'), 'a', 'b'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, HR_RELAY_MODULE_LOG: log, ...env } })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', d => { stdout += d })
+  child.stderr.on('data', d => { stderr += d })
+  const code = await new Promise<number | null>(resolve => { child.on('close', resolve) })
+  return { code, stdout, stderr, modules: await readFile(log, 'utf8') }
+}
+
+t.test('a current dist/ runs without tsx or esbuild', async t => {
+  const dir = await tree(t)
+  const r = await run(dir)
+  t.equal(r.stdout, 'dist a b\n')
+  t.equal(r.code, 3, 'the exit code main() returned')
+  t.equal(r.stderr, '')
+  t.notMatch(r.modules, /node_modules\/(tsx|esbuild)\//)
+  t.match(r.modules, /dist\/relay\/cli-entry\.js/)
+})
+
+t.test('a source newer than the build runs the sources through tsx and says why', async t => {
+  const dir = await tree(t)
+  await utimes(join(dir, 'relay/cli-entry.ts'), new Date(), new Date())
+  const r = await run(dir)
+  t.equal(r.stdout, 'source a b\n')
+  t.equal(r.code, 0)
+  t.equal(r.stderr, 'hr-relay: relay/ changed after the last build; running the TypeScript sources through tsx (slower start). Run `npm run build`.\n')
+  t.match(r.modules, /node_modules\/tsx\//)
+})
+
+t.test('a file added to a source folder after the build counts as a change', async t => {
+  const dir = await tree(t)
+  await writeFile(join(dir, 'relay/new.ts'), 'export {}\n')
+  const r = await run(dir)
+  t.equal(r.stdout, 'source a b\n')
+  t.match(r.stderr, /relay\/ changed after the last build/)
+})
+
+t.test('no dist/ (or no stamp) runs the sources and says dist/ is missing', async t => {
+  const dir = await tree(t)
+  await rm(join(dir, 'dist/.build-stamp'))
+  const r = await run(dir)
+  t.equal(r.stdout, 'source a b\n')
+  t.match(r.stderr, /^hr-relay: dist\/ is missing; running the TypeScript sources through tsx/)
+})
+
+t.test('HR_RELAY_FROM_SOURCE=1 runs the sources silently even with a current dist/', async t => {
+  const dir = await tree(t)
+  const r = await run(dir, { HR_RELAY_FROM_SOURCE: '1' })
+  t.equal(r.stdout, 'source a b\n')
+  t.equal(r.stderr, '')
+})
