@@ -18,10 +18,13 @@ export default [
       'no-unmodified-loop-condition': 'off',
       'promise/param-names': 'off',
       // The wire format is snake_case (the specification's field names), and code that handles it keeps them.
-      camelcase: 'off',
-      // `for await (const _ of it) n++` counts; a leading underscore says the value is unused on purpose.
-      '@typescript-eslint/no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_' }]
+      camelcase: 'off'
     }
+  },
+  {
+    // `for await (const _ of it) n++` counts; a leading underscore says the value is unused on purpose.
+    files: ['**/*.ts'],
+    rules: { '@typescript-eslint/no-unused-vars': ['error', { args: 'none', varsIgnorePattern: '^_' }] }
   },
   {
     // Pages' scripts run in the browser.
