@@ -140,3 +140,25 @@ t.test('a paused member\'s MQTT QoS 1 reading is PUBACKed, withheld everywhere a
   t.same(JSON.parse(await ws.next()), { measured_at: t0 + 5000, data: { heart_rate: 75 } }, '74 was withheld')
   t.match(await (await fetch(`${s.url}/metrics`)).text(), /hr_relay_ingest_dropped_total\{reason="paused"\} 3\n/)
 })
+
+t.test('room displays show a member whose ingestion is paused as paused', async t => {
+  const s = await startTestService(t)
+  const alice = await s.user('alice')
+  const rooms = s.service.services.rooms
+  const room = await rooms.create('Spin')
+  await rooms.upsertMember(room.room_id, alice, { display_name: 'Alice' })
+  const display = await openWs(wsUrl(s.url, `/rooms/${room.room_id}/stream?display_id=${room.display_id}&kinds=room_member_updated`))
+  t.teardown(() => { display.ws.terminate() })
+  const stateUrl = `${s.url}/rooms/${room.room_id}/display/state?display_id=${room.display_id}`
+  const member = async (): Promise<Record<string, unknown> | undefined> => ((await (await fetch(stateUrl)).json()) as { members: Array<Record<string, unknown>> }).members[0]
+  t.match(await member(), { profile_id: alice, paused: false, paused_until: null })
+
+  const token = await s.token('alice', 'data:ingestion_pause:write')
+  const a = await call(s.url, 'POST', PATH, { token, body: { paused: true, duration_s: 600 } })
+  t.same(JSON.parse(await display.next()).room_member_updated, { profile_id: alice, config: { display_name: 'Alice', max_heart_rate: null, zones: [50, 60, 70, 80, 90], paused: true } })
+  t.match(await member(), { profile_id: alice, paused: true, paused_until: a.json.until, latest: null })
+
+  await call(s.url, 'POST', PATH, { token, body: { paused: false } })
+  t.same(JSON.parse(await display.next()).room_member_updated.config.paused, false)
+  t.match(await member(), { profile_id: alice, paused: false, paused_until: null })
+})
