@@ -30,6 +30,8 @@ export interface DataServicesOptions {
   /** Device pairing (default: none; device-only readings are dropped as 'unpaired'). */
   resolveOwner?: ResolveOwner
   pruneIntervalMs?: number
+  /** data.max_clock_skew_ms (default: the reading contract's). */
+  maxClockSkewMs?: number
 }
 
 export async function buildDataServices (o: DataServicesOptions): Promise<DataServices> {
@@ -47,7 +49,8 @@ export async function buildDataServices (o: DataServicesOptions): Promise<DataSe
     retention: o.retention,
     log: o.log.child({ component: 'ingest' }),
     ...(o.resolveOwner === undefined ? {} : { resolveOwner: o.resolveOwner }),
-    ...(o.pruneIntervalMs === undefined ? {} : { pruneIntervalMs: o.pruneIntervalMs })
+    ...(o.pruneIntervalMs === undefined ? {} : { pruneIntervalMs: o.pruneIntervalMs }),
+    ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs })
   })
   pipeline.start()
   return { readings, pipeline, hub, widgets: new Widgets(o.store), gameMod: new GameMod(o.store), rooms }

@@ -16,8 +16,11 @@ export const ENERGY_KJ = { min: 0, max: 65535 } as const
 export const BATTERY_PERCENT = { min: 0, max: 100 } as const
 /** Absolute measured_at bounds, Unix ms: 2000-01-01T00:00:00Z to the largest 13-digit storage key. */
 export const MEASURED_AT = { min: 946_684_800_000, max: 9_999_999_999_999 } as const
-/** Default: a reading may be at most this far ahead of the relay's clock (README). */
-export const DEFAULT_MAX_FUTURE_MS = 600_000
+/**
+ * Default device clock skew allowance (config data.max_clock_skew_ms): a reading at most this far ahead of the
+ * relay's clock is stored at the relay's receive time; one further ahead is refused (README "The reading contract").
+ */
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 30_000
 
 const DAY_MS = 86_400_000
 
@@ -26,15 +29,15 @@ export interface MeasuredAtWindowOptions {
   now: number
   /** Raw-reading retention in days: an older reading would be pruned at once. */
   rawRetentionDays: number
-  /** How far ahead of now a reading may be (default DEFAULT_MAX_FUTURE_MS). */
-  maxFutureMs?: number
+  /** How far ahead of now a reading may be (default DEFAULT_MAX_CLOCK_SKEW_MS); the pipeline stores such a reading at now. */
+  maxClockSkewMs?: number
 }
 
-/** The measured_at values accepted now: the absolute bounds narrowed to retention and the future allowance. */
+/** The measured_at values accepted now: the absolute bounds narrowed to retention and the clock skew allowance. */
 export function measuredAtWindow (o: MeasuredAtWindowOptions): { min: number, max: number } {
   return {
     min: Math.max(MEASURED_AT.min, o.now - o.rawRetentionDays * DAY_MS),
-    max: Math.min(MEASURED_AT.max, o.now + (o.maxFutureMs ?? DEFAULT_MAX_FUTURE_MS))
+    max: Math.min(MEASURED_AT.max, o.now + (o.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS))
   }
 }
 
@@ -88,7 +91,7 @@ export function checkReading (r: ContractFields, window: { min: number, max: num
 
 /** The contract as the table in the READMEs shows it (a test compares the two). */
 export const CONTRACT_TABLE: ReadonlyArray<readonly [field: string, limit: string]> = [
-  ['measured_at', `Unix ms, ${MEASURED_AT.min}..${MEASURED_AT.max}; not older than the raw retention, at most ${DEFAULT_MAX_FUTURE_MS / 60_000} minutes ahead`],
+  ['measured_at', `Unix ms, ${MEASURED_AT.min}..${MEASURED_AT.max}; not older than the raw retention, at most \`data.max_clock_skew_ms\` (default ${DEFAULT_MAX_CLOCK_SKEW_MS / 1000} s) ahead, stored at the relay's receive time when ahead`],
   ['heart_rate', `integer, at most ${HEART_RATE.max}; devices send ${HEART_RATE.min}..${HEART_RATE.max}; 0 or below is accepted and not stored`],
   ['rr_intervals_ms', `at most ${RR_MAX_COUNT} values, each an integer ${RR_INTERVAL_MS.min}..${RR_INTERVAL_MS.max}`],
   ['energy_expended_kj', `integer ${ENERGY_KJ.min}..${ENERGY_KJ.max}`],

@@ -51,7 +51,8 @@ export const CONFIG_SCHEMA = {
         raw_retention_days: { type: 'number', exclusiveMinimum: 0, default: 35 },
         rollup_retention_days: { type: 'number', exclusiveMinimum: 0, default: 400 },
         stream_gap_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600, default: 5, description: 'readings further apart than this do not count as streamed time' },
-        session_gap_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86400, default: 300, description: 'a gap between readings longer than this starts a new training session (GET /api/v1/data/sessions)' }
+        session_gap_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86400, default: 300, description: 'a gap between readings longer than this starts a new training session (GET /api/v1/data/sessions)' },
+        max_clock_skew_ms: { type: 'integer', minimum: 0, maximum: 600000, default: 30000, description: 'a reading at most this far ahead of the relay clock is stored at receive time; further ahead it is refused' }
       }
     },
     mqtt: {

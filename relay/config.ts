@@ -29,7 +29,7 @@ export interface Config {
     device_session_ttl: number
     device_poll_interval: number
   }
-  data: { raw_retention_days: number, rollup_retention_days: number, stream_gap_seconds: number, session_gap_seconds: number }
+  data: { raw_retention_days: number, rollup_retention_days: number, stream_gap_seconds: number, session_gap_seconds: number, max_clock_skew_ms: number }
   mqtt: { enabled: boolean, host?: string, port: number, websocket_path: string, max_packet_bytes: number, connect_timeout_ms: number, keepalive_limit_s: number }
   ble: { enabled: boolean, adapter: string, allow: string[], connect_timeout_ms: number, gatt_timeout_ms: number, backoff_initial_ms: number, backoff_max_ms: number, rescan_interval_ms: number }
   serial: SerialPortConfig[]

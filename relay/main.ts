@@ -108,7 +108,7 @@ export async function startService (config: Config, options: { logger?: Logger }
       healthSources.push(() => [upstream.health()])
     }
     // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
-    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, resolveOwner: async deviceId => devices.ownerOf(deviceId) })
+    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, resolveOwner: async deviceId => devices.ownerOf(deviceId) })
     stack.push(async () => { await data.pipeline.stop() })
     const offStored = data.hub.subscribeAll(r => {
       metrics.readingStored(r.source)
@@ -117,6 +117,7 @@ export async function startService (config: Config, options: { logger?: Logger }
     })
     stack.push(async () => { offStored() })
     metrics.trackIngestDrops(() => data.pipeline.counters.dropped)
+    metrics.trackClockSkewCorrected(() => data.pipeline.counters.clock_skew_corrected)
     metrics.trackWebSocketClients(() => data.hub.streams.open)
     const services: Services = {
       store,

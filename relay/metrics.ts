@@ -21,6 +21,7 @@ export class Metrics {
   private readonly upstreamSent: Counter
   private readonly upstreamDropped: Counter
   private readonly ingestDrops: Gauge<'reason'>
+  private readonly clockSkew: Gauge<'source'>
   private readonly collectors: Array<() => void> = []
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
@@ -35,6 +36,7 @@ export class Metrics {
     this.upstreamSent = new Counter({ name: 'hr_relay_upstream_sent_total', help: 'Readings acknowledged by the upstream broker (PUBACK)', registers })
     this.upstreamDropped = new Counter({ name: 'hr_relay_upstream_dropped_total', help: 'Readings dropped from a full upstream queue (oldest first)', registers })
     this.ingestDrops = new Gauge({ name: 'hr_relay_ingest_dropped_total', help: 'Readings the ingest pipeline accepted but did not store, by reason (monotonic)', labelNames: ['reason'], registers })
+    this.clockSkew = new Gauge({ name: 'hr_relay_clock_skew_corrected_total', help: 'Readings ahead of the relay clock by at most data.max_clock_skew_ms, stored at receive time, by source (monotonic)', labelNames: ['source'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
     this.wsClients.set(0)
@@ -54,6 +56,11 @@ export class Metrics {
   /** The pipeline's drop counters, read at scrape time. */
   trackIngestDrops (counters: () => Record<string, number>): void {
     this.collectors.push(() => { for (const [reason, n] of Object.entries(counters())) this.ingestDrops.set({ reason }, n) })
+  }
+
+  /** The pipeline's clock-skew corrections per source, read at scrape time. */
+  trackClockSkewCorrected (counters: () => Partial<Record<string, number>>): void {
+    this.collectors.push(() => { for (const [source, n] of Object.entries(counters())) this.clockSkew.set({ source }, n ?? 0) })
   }
 
   /** Connected devices per source, read at scrape time. */

@@ -12,6 +12,7 @@ import { profilePlugin } from './profile.ts'
 import { gameModPlugin } from './gamemod.ts'
 import { richPresencePlugin } from './rich-presence.ts'
 import { featureFlagsPlugin } from './feature-flags.ts'
+import { ingestionPausePlugin } from './ingestion-pause.ts'
 import { roomsPlugin } from './rooms.ts'
 import { adminRoomsPlugin } from './admin-rooms.ts'
 import { adminDevicesPlugin } from './admin-devices.ts'
@@ -30,6 +31,7 @@ export const apiFeatures: FastifyPluginAsync[] = [
   gameModPlugin,
   richPresencePlugin,
   featureFlagsPlugin,
+  ingestionPausePlugin,
   roomsPlugin,
   adminRoomsPlugin,
   adminDevicesPlugin,

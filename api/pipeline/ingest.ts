@@ -1,6 +1,8 @@
 // The one ingest pipeline every source hands readings to. Named steps:
-//   validate → resolve_owner → drop_unstored → group → plan → write → acknowledge → publish
-// The first three run per reading; then readings that arrive while a write is
+//   validate → resolve_owner → paused → drop_unstored → group → plan → write → acknowledge → publish
+// The first four run per reading (`paused` withholds the readings of a member
+// who paused ingestion: acknowledged, never stored nor published, so no output
+// sees them); then readings that arrive while a write is
 // in flight (or within the same event-loop turn) form one group, written as a
 // single LevelDB batch with sync (one fsync per group). `submit` resolves only
 // after that write, so a source may acknowledge its sender (HTTP 200, MQTT
@@ -15,7 +17,7 @@ import type { Logger } from 'pino'
 import type { Store } from '../store/db.ts'
 import type { Plan, Readings } from '../store/readings.ts'
 import type { Hub } from '../hub.ts'
-import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading, type StoredReading } from './reading.ts'
+import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading, type ReadingSource, type StoredReading } from './reading.ts'
 import { checkReading, measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
 
 export type ResolveOwner = (deviceId: string) => Promise<string | undefined>
@@ -24,6 +26,8 @@ export interface IngestCounters {
   received: number
   stored: number
   dropped: Record<DropReason, number>
+  /** Readings ahead of the relay's clock (within data.max_clock_skew_ms) stored at receive time, by source. */
+  clock_skew_corrected: Partial<Record<ReadingSource, number>>
   batches: number
   failed_batches: number
 }
@@ -32,15 +36,18 @@ export interface PipelineOptions {
   store: Store
   readings: Readings
   hub: Hub
-  /** Checks that a profile exists (Users.get). */
-  users: { get (profileId: string): Promise<unknown> }
+  /** Checks that a profile exists (Users.get) and, synchronously from memory, whether its ingestion is paused. */
+  users: { get (profileId: string): Promise<unknown>, ingestionPaused? (profileId: string, now: number): boolean }
   /** Device pairing: the owner of a device id, or undefined (reading dropped as 'unpaired'). */
   resolveOwner?: ResolveOwner
   retention: { rawDays: number, rollupDays: number }
   log?: Logger
   now?: () => number
-  /** Readings further in the future than this are refused as out_of_range (default 10 minutes, the reading contract's). */
-  maxFutureMs?: number
+  /**
+   * data.max_clock_skew_ms: a reading at most this far ahead of now is stored at now (and counted in
+   * clock_skew_corrected); one further ahead is refused as out_of_range (default: the reading contract's 30 s).
+   */
+  maxClockSkewMs?: number
   /** Readings per batch at most (default 5000). */
   maxGroup?: number
   /** Background pruning period (default 10 minutes; 0 turns the timer off). */
@@ -63,7 +70,7 @@ export class PipelineStoppedError extends Error {
 
 export class Pipeline implements Ingest {
   readonly counters: IngestCounters = {
-    received: 0, stored: 0, batches: 0, failed_batches: 0,
+    received: 0, stored: 0, batches: 0, failed_batches: 0, clock_skew_corrected: {},
     dropped: Object.fromEntries(DROP_REASONS.map(r => [r, 0])) as Record<DropReason, number>
   }
 
@@ -88,6 +95,7 @@ export class Pipeline implements Ingest {
     this.steps = [
       { name: 'validate', run: ctx => this.validate(ctx.reading) },
       { name: 'resolve_owner', run: async ctx => { await this.resolveOwner(ctx); return undefined } },
+      { name: 'paused', run: ctx => this.paused(ctx) },
       { name: 'drop_unstored', run: async ctx => await this.dropUnstored(ctx) }
     ]
   }
@@ -141,6 +149,24 @@ export class Pipeline implements Ingest {
     }
   }
 
+  private window (now: number): { min: number, max: number } {
+    return measuredAtWindow({ now, rawRetentionDays: this.o.retention.rawDays, ...(this.o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: this.o.maxClockSkewMs }) })
+  }
+
+  /**
+   * A member who paused ingestion: the reading is withheld (acknowledged, not stored, not published).
+   * Only a reading that would otherwise be stored: out of the window or 0 bpm keeps its own answer.
+   */
+  private paused (ctx: Ctx): DropReason | undefined {
+    const profileId = ctx.profileId
+    if (profileId === undefined || ctx.reading.heart_rate <= 0 || this.o.users.ingestionPaused === undefined) return undefined
+    const now = this.now()
+    if (!this.o.users.ingestionPaused(profileId, now)) return undefined
+    const t = Math.floor(ctx.reading.measured_at)
+    const window = this.window(now)
+    return t < window.min || t > window.max ? undefined : 'paused'
+  }
+
   private async dropUnstored (ctx: Ctx): Promise<DropReason | undefined> {
     const r = ctx.reading
     if (r.heart_rate <= 0) return 'non_positive'
@@ -150,9 +176,16 @@ export class Pipeline implements Ingest {
       if (await this.o.users.get(profileId) === undefined) return 'unknown_profile'
       this.knownProfiles.add(profileId)
     }
-    const t = Math.floor(r.measured_at)
-    const window = measuredAtWindow({ now: this.now(), rawRetentionDays: this.o.retention.rawDays, ...(this.o.maxFutureMs === undefined ? {} : { maxFutureMs: this.o.maxFutureMs }) })
+    let t = Math.floor(r.measured_at)
+    const now = this.now()
+    const window = this.window(now)
     if (t < window.min || t > window.max) return 'out_of_range'
+    // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (README "The reading contract").
+    if (t > now) {
+      t = Math.floor(now)
+      const c = this.counters.clock_skew_corrected
+      c[r.source] = (c[r.source] ?? 0) + 1
+    }
     const stored: StoredReading = { profile_id: profileId, measured_at: t, heart_rate: r.heart_rate, source: r.source }
     if (r.device_id !== undefined) stored.device_id = r.device_id
     if (r.rr_intervals_ms !== undefined) stored.rr_intervals_ms = r.rr_intervals_ms

@@ -23,20 +23,23 @@ export interface Reading {
 /**
  * Why a reading was not stored. `invalid`: outside the reading contract
  * (firmware-protocol/reading-contract.ts); `out_of_range`: measured_at older
- * than the raw retention or more than 10 minutes in the future (README
- * "The reading contract").
+ * than the raw retention or further ahead than data.max_clock_skew_ms
+ * (README "The reading contract"); `paused`: its member paused ingestion
+ * (README "Ingestion pause").
  */
-export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile' | 'out_of_range'
+export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile' | 'out_of_range' | 'paused'
 
-export const DROP_REASONS: readonly DropReason[] = ['non_positive', 'unpaired', 'duplicate', 'invalid', 'unknown_profile', 'out_of_range']
+export const DROP_REASONS: readonly DropReason[] = ['non_positive', 'unpaired', 'duplicate', 'invalid', 'unknown_profile', 'out_of_range', 'paused']
 
 /**
  * The drops a source may still acknowledge (HTTP 200, MQTT PUBACK): a heart
- * rate of 0 or below (spec 8.2) and a duplicate of a reading already stored
- * (a resent reading whose first acknowledgement was lost). Every other drop
- * is refused: HTTP 400, no PUBACK (README "QoS semantics").
+ * rate of 0 or below (spec 8.2), a duplicate of a reading already stored
+ * (a resent reading whose first acknowledgement was lost), and a reading of
+ * a member who paused ingestion (withheld on purpose: resending it would not
+ * store it either). Every other drop is refused: HTTP 400, no PUBACK (README
+ * "QoS semantics").
  */
-export const ACKNOWLEDGED_DROPS: readonly DropReason[] = ['non_positive', 'duplicate']
+export const ACKNOWLEDGED_DROPS: readonly DropReason[] = ['non_positive', 'duplicate', 'paused']
 
 /** True when a source must refuse (not acknowledge) a reading the pipeline answered with this result. */
 export function isRefused (result: IngestResult): result is { status: 'dropped', reason: DropReason } {

@@ -26,8 +26,11 @@ export interface UserRecord {
   room_hidden?: RoomHidden
   /** Opted in to Home Assistant MQTT discovery (relay/integrations/home-assistant.ts); absent = off. */
   home_assistant?: boolean
+  /** The member paused ingestion (README "Ingestion pause"): readings are acknowledged, not stored; until that time (ms), or until turned off (null). */
+  ingestion_paused?: RoomHidden
 }
 
+/** A pause since a time (ms), until a time or until turned off (null): room_hidden and ingestion_paused. */
 export interface RoomHidden { since: number, until: number | null }
 
 export interface NewUser {
@@ -73,6 +76,8 @@ export class Users {
   private readonly lock = new KeyedLock()
   /** room_hidden of every user that has one, in memory: the room streams check it synchronously for each reading. */
   private readonly hidden = new Map<string, RoomHidden>()
+  /** ingestion_paused of every user that has one, in memory: the ingest pipeline checks it for each reading. */
+  private readonly paused = new Map<string, RoomHidden>()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<UserRecord>('users')
@@ -113,15 +118,44 @@ export class Users {
     })
   }
 
-  /** Loads the in-memory room_hidden index (once at start, before the room streams open). */
+  /** Loads the in-memory room_hidden and ingestion_paused indexes (once at start, before readings and room streams flow). */
   async loadRoomHidden (): Promise<void> {
     this.hidden.clear()
-    for await (const u of this.byId.values()) if (u.room_hidden !== undefined) this.hidden.set(u.profile_id, u.room_hidden)
+    this.paused.clear()
+    for await (const u of this.byId.values()) this.index(u)
   }
 
-  /** Whether the member hides from room displays now (synchronous; see loadRoomHidden). */
+  private index (u: UserRecord): void {
+    if (u.room_hidden === undefined) this.hidden.delete(u.profile_id)
+    else this.hidden.set(u.profile_id, u.room_hidden)
+    if (u.ingestion_paused === undefined) this.paused.delete(u.profile_id)
+    else this.paused.set(u.profile_id, u.ingestion_paused)
+  }
+
+  /**
+   * Whether room displays show the member as paused now (synchronous; see loadRoomHidden): the member hides
+   * from room displays, or paused ingestion (no readings flow, so displays say "paused" rather than go stale).
+   */
   roomHidden (profileId: string, now = Date.now()): boolean {
-    return roomHiddenNow(this.hidden.get(profileId), now)
+    return roomHiddenNow(this.hidden.get(profileId), now) || this.ingestionPaused(profileId, now)
+  }
+
+  /** Until when displays show the member as paused: null for "until turned off" (or not paused). */
+  roomPausedUntil (profileId: string, now = Date.now()): number | null {
+    const active = [this.hidden.get(profileId), this.paused.get(profileId)].filter(h => roomHiddenNow(h, now))
+    if (active.length === 0 || active.some(h => h?.until == null)) return null
+    return Math.max(...active.map(h => h?.until ?? 0))
+  }
+
+  /** Whether the member's ingestion is paused now (synchronous; the ingest pipeline asks for every reading). */
+  ingestionPaused (profileId: string, now = Date.now()): boolean {
+    return roomHiddenNow(this.paused.get(profileId), now)
+  }
+
+  /** The member's ingestion pause as the API shows it. */
+  ingestionPause (profileId: string, now = Date.now()): { paused: boolean, until: number | null } {
+    const p = this.paused.get(profileId)
+    return roomHiddenNow(p, now) ? { paused: true, until: p?.until ?? null } : { paused: false, until: null }
   }
 
   async get (profileId: string): Promise<UserRecord | undefined> {
@@ -146,8 +180,7 @@ export class Users {
       if (user === undefined) return undefined
       const next = change(structuredClone(user))
       await this.store.batch([{ type: 'put', sublevel: this.byId, key: profileId, value: next }], { sync: true })
-      if (next.room_hidden === undefined) this.hidden.delete(profileId)
-      else this.hidden.set(profileId, next.room_hidden)
+      this.index(next)
       return next
     })
   }

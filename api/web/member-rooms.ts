@@ -46,16 +46,24 @@ export async function roomVisibilityRoutes (app: FastifyInstance): Promise<void>
       return u
     })
     // Every room of the member learns at once; the stream already drops the bpm (the index is updated above).
-    const paused = next !== undefined
-    for (const roomId of app.hr.rooms.roomsOf(who.user.profile_id)) {
-      const m = app.hr.rooms.get(roomId)?.members.find(x => x.profile_id === who.user.profile_id)
-      if (m === undefined) continue
-      app.hr.hub.publishRoomEvent(roomId, {
-        kind: 'room_member_updated',
-        timestamp: new Date(now).toISOString(),
-        room_member_updated: { profile_id: m.profile_id, config: { ...memberConfig(m), paused } }
-      })
-    }
+    announceRoomPause(app, who.user.profile_id, now)
     return await reply.redirect('/me#room-displays', 303)
   })
+}
+
+/**
+ * Tells every room of a member whether displays show them as paused now (Users.roomHidden: hidden from
+ * room displays, or ingestion paused), with a room_member_updated carrying config.paused.
+ */
+export function announceRoomPause (app: FastifyInstance, profileId: string, now = Date.now()): void {
+  const paused = app.hr.users.roomHidden(profileId, now)
+  for (const roomId of app.hr.rooms.roomsOf(profileId)) {
+    const m = app.hr.rooms.get(roomId)?.members.find(x => x.profile_id === profileId)
+    if (m === undefined) continue
+    app.hr.hub.publishRoomEvent(roomId, {
+      kind: 'room_member_updated',
+      timestamp: new Date(now).toISOString(),
+      room_member_updated: { profile_id: m.profile_id, config: { ...memberConfig(m), paused } }
+    })
+  }
 }

@@ -95,7 +95,7 @@ async function displayState (app: FastifyInstance, room: RoomRecord, now: number
       calories_today_kcal: paused ? 0 : await caloriesSince(app.hr.readings, m.profile_id, midnight, now, user ?? {}),
       trend: paused ? [] : await trend(app.hr.readings, m.profile_id, now - TREND_MS, now),
       paused,
-      paused_until: paused ? user?.room_hidden?.until ?? null : null
+      paused_until: paused ? app.hr.users.roomPausedUntil(m.profile_id, now) : null
     })
   }
   return { room: { room_id: room.room_id, name: room.name }, members, server_now: now }

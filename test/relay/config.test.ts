@@ -95,6 +95,14 @@ t.test('osc: defaults, every key validated, min_bpm below max_bpm', async t => {
   t.same(problems({ osc: {} }), ['osc: must be array'])
 })
 
+t.test('data.max_clock_skew_ms: default 30000, an integer 0..600000', async t => {
+  t.equal(validateConfig({}).data.max_clock_skew_ms, 30_000)
+  t.equal(validateConfig({ data: { max_clock_skew_ms: 0 } }).data.max_clock_skew_ms, 0)
+  for (const [v, problem] of [[-1, 'data.max_clock_skew_ms: must be >= 0'], [1.5, 'data.max_clock_skew_ms: must be integer'], [600_001, 'data.max_clock_skew_ms: must be <= 600000']] as const) {
+    try { validateConfig({ data: { max_clock_skew_ms: v } }); t.fail('accepted') } catch (err) { t.same((err as ConfigError).problems, [problem]) }
+  }
+})
+
 t.test('data.session_gap_seconds is validated like the other keys', async t => {
   t.equal(validateConfig({ data: { session_gap_seconds: 60 } }).data.session_gap_seconds, 60)
   for (const [v, problem] of [[0, 'data.session_gap_seconds: must be > 0'], ['300', 'data.session_gap_seconds: must be number'], [86401, 'data.session_gap_seconds: must be <= 86400']] as const) {

@@ -39,6 +39,48 @@ async function all (readings: Readings, profile: string): Promise<Array<[number,
   return out
 }
 
+t.test('clock skew: up to max_clock_skew_ms ahead is stored at receive time and counted by source; further ahead is refused', async t => {
+  const { pipeline, readings, hub } = await setup(t)
+  const published: StoredReading[] = []
+  hub.subscribeAll(r => { published.push(r) })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 30_000, heart_rate: 70, source: 'mqtt' }), { status: 'stored', profile_id: 'alice' }, 'default allowance: 30 s')
+  t.same(await pipeline.submit({ profile_id: 'bob', measured_at: NOW + 10_000.7, heart_rate: 71, source: 'http' }), { status: 'stored', profile_id: 'bob' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 30_001, heart_rate: 72, source: 'mqtt' }), { status: 'dropped', reason: 'out_of_range' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 1000, heart_rate: 73, source: 'mqtt' }), { status: 'stored', profile_id: 'alice' }, 'not ahead: kept as sent')
+  t.same(await all(readings, 'alice'), [[NOW - 1000, 73], [NOW, 70]], 'stored at the receive time')
+  t.same(await all(readings, 'bob'), [[NOW, 71]])
+  t.same(published.map(r => r.measured_at), [NOW, NOW, NOW - 1000], 'published with the corrected time')
+  t.same(pipeline.counters.clock_skew_corrected, { mqtt: 1, http: 1 })
+  t.equal(pipeline.counters.dropped.out_of_range, 1)
+})
+
+t.test('clock skew: maxClockSkewMs 0 refuses any reading ahead of the clock', async t => {
+  const { pipeline } = await setup(t, { maxClockSkewMs: 0 })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 1, heart_rate: 70, source: 'mqtt' }), { status: 'dropped', reason: 'out_of_range' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'mqtt' }), { status: 'stored', profile_id: 'alice' })
+  t.same(pipeline.counters.clock_skew_corrected, {})
+})
+
+t.test('paused: a paused member\'s reading is acknowledged as paused, not stored nor published; other drops keep their reason', async t => {
+  const clock = { now: NOW }
+  const known = new Set(['alice', 'bob'])
+  const pausedUntil = NOW + 60_000
+  const { pipeline, readings, hub } = await setup(t, {
+    users: { get: async (id: string) => known.has(id) ? { profile_id: id } : undefined, ingestionPaused: (id, now) => id === 'alice' && now < pausedUntil }
+  }, clock)
+  const published: StoredReading[] = []
+  hub.subscribeAll(r => { published.push(r) })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'mqtt' }), { status: 'dropped', reason: 'paused' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 0, source: 'mqtt' }), { status: 'dropped', reason: 'non_positive' })
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 31_000, heart_rate: 70, source: 'mqtt' }), { status: 'dropped', reason: 'out_of_range' }, 'still refused')
+  t.same(await pipeline.submit({ profile_id: 'bob', measured_at: NOW, heart_rate: 80, source: 'mqtt' }), { status: 'stored', profile_id: 'bob' })
+  clock.now = pausedUntil
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 60_000, heart_rate: 71, source: 'mqtt' }), { status: 'stored', profile_id: 'alice' }, 'after expiry')
+  t.same(await all(readings, 'alice'), [[NOW + 60_000, 71]])
+  t.same(published.map(r => [r.profile_id, r.heart_rate]), [['bob', 80], ['alice', 71]])
+  t.same(pipeline.counters.dropped.paused, 1)
+})
+
 t.test('drop reasons and counters', async t => {
   const { pipeline, readings } = await setup(t)
   const cases: Array<[string, any, string]> = [
@@ -60,8 +102,8 @@ t.test('drop reasons and counters', async t => {
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'ble', rr_intervals_ms: [850, 870], energy_expended_kj: 12, sensor_contact: true }), { status: 'stored', profile_id: 'alice' })
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 71, source: 'ble' }), { status: 'dropped', reason: 'duplicate' })
   t.same(pipeline.counters, {
-    received: 13, stored: 1, batches: 2, failed_batches: 0,
-    dropped: { non_positive: 2, unpaired: 1, duplicate: 1, invalid: 5, unknown_profile: 1, out_of_range: 2 }
+    received: 13, stored: 1, batches: 2, failed_batches: 0, clock_skew_corrected: {},
+    dropped: { non_positive: 2, unpaired: 1, duplicate: 1, invalid: 5, unknown_profile: 1, out_of_range: 2, paused: 0 }
   })
   const stored = []
   for await (const r of readings.range('alice', 0, NOW)) stored.push(r)

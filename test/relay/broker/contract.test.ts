@@ -106,6 +106,7 @@ t.test('HTTP write: a reading the relay will not store is 400 7013, never 200', 
   for (const [name, body] of [
     ['older than the raw retention', { measured_at: now - 40 * DAY, data: { heart_rate: 70 } }],
     ['more than 10 minutes ahead', { measured_at: now + 11 * 60_000, data: { heart_rate: 70 } }],
+    ['more than data.max_clock_skew_ms (30 s) ahead', { measured_at: now + 40_000, data: { heart_rate: 70 } }],
     ['above 300 bpm', { measured_at: now, data: { heart_rate: 301 } }],
     ['before 2000', { measured_at: 946_684_799_999, data: { heart_rate: 70 } }]
   ] as const) {
@@ -117,5 +118,19 @@ t.test('HTTP write: a reading the relay will not store is 400 7013, never 200', 
   t.same(await write({ measured_at: now - 1000, data: { heart_rate: 300 } }), { status: 200, body: {} })
   t.same((await stored(svc)).map(r => [r.measured_at, r.heart_rate]), [[now - 1000, 300]])
   const text = await (await fetch(`${svc.url}/metrics`)).text()
-  t.match(text, /hr_relay_ingest_dropped_total\{reason="out_of_range"\} 2\n/)
+  t.match(text, /hr_relay_ingest_dropped_total\{reason="out_of_range"\} 3\n/)
+})
+
+t.test('HTTP write within data.max_clock_skew_ms ahead: 200, stored at the receive time, counted', async t => {
+  const { svc } = await setup(t)
+  const token = await svc.token('alice', 'data:heart_rate:write')
+  const before = Date.now()
+  const res = await fetch(`${svc.url}/api/v1/data`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ measured_at: before + 20_000, data: { heart_rate: 88 } }) })
+  const after = Date.now()
+  t.same([res.status, await res.json()], [200, {}])
+  const rows = await stored(svc)
+  t.equal(rows.length, 1)
+  t.equal(rows[0]?.heart_rate, 88)
+  t.ok(rows[0] !== undefined && rows[0].measured_at >= before && rows[0].measured_at <= after, `stored at ${rows[0]?.measured_at}, received in [${before}, ${after}]`)
+  t.match(await (await fetch(`${svc.url}/metrics`)).text(), /hr_relay_clock_skew_corrected_total\{source="http"\} 1\n/)
 })
