@@ -77,6 +77,8 @@ export class Pipeline implements Ingest {
   private readonly steps: Step[]
   private resolveOwnerFn: ResolveOwner
   private readonly knownProfiles = new Set<string>()
+  /** The latest measured_at accepted per profile (one number per member), for clock-skew correction. */
+  private readonly lastAccepted = new Map<string, number>()
   private readonly now: () => number
   private pending: Pending[] = []
   private next: Group = { items: [], plan: undefined }
@@ -180,12 +182,16 @@ export class Pipeline implements Ingest {
     const now = this.now()
     const window = this.window(now)
     if (t < window.min || t > window.max) return 'out_of_range'
-    // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (README "The reading contract").
+    // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (README "The reading contract"),
+    // and after every reading of this profile that went before it, so that two corrected readings never share a
+    // millisecond (one would be dropped as a duplicate after being acknowledged).
+    const last = this.lastAccepted.get(profileId)
     if (t > now) {
-      t = Math.floor(now)
+      t = Math.max(Math.floor(now), last === undefined ? -Infinity : last + 1)
       const c = this.counters.clock_skew_corrected
       c[r.source] = (c[r.source] ?? 0) + 1
     }
+    if (last === undefined || t > last) this.lastAccepted.set(profileId, t)
     const stored: StoredReading = { profile_id: profileId, measured_at: t, heart_rate: r.heart_rate, source: r.source }
     if (r.device_id !== undefined) stored.device_id = r.device_id
     if (r.rr_intervals_ms !== undefined) stored.rr_intervals_ms = r.rr_intervals_ms

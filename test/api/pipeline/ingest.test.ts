@@ -54,6 +54,15 @@ t.test('clock skew: up to max_clock_skew_ms ahead is stored at receive time and 
   t.equal(pipeline.counters.dropped.out_of_range, 1)
 })
 
+t.test('clock skew: readings corrected within one millisecond are all stored, in order, never as duplicates', async t => {
+  const { pipeline, readings } = await setup(t)
+  t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'mqtt' }), { status: 'stored', profile_id: 'alice' }, 'at the clock')
+  const ahead = await Promise.all([1, 2, 3].map(async i => await pipeline.submit({ profile_id: 'alice', measured_at: NOW + i * 1000, heart_rate: 70 + i, source: 'mqtt' })))
+  t.same(ahead, [1, 2, 3].map(() => ({ status: 'stored', profile_id: 'alice' })))
+  t.same(await all(readings, 'alice'), [[NOW, 70], [NOW + 1, 71], [NOW + 2, 72], [NOW + 3, 73]])
+  t.equal(pipeline.counters.dropped.duplicate, 0)
+})
+
 t.test('clock skew: maxClockSkewMs 0 refuses any reading ahead of the clock', async t => {
   const { pipeline } = await setup(t, { maxClockSkewMs: 0 })
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW + 1, heart_rate: 70, source: 'mqtt' }), { status: 'dropped', reason: 'out_of_range' })
