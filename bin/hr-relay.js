@@ -4,14 +4,14 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
-const compiled = fileURLToPath(new URL('../dist/relay/cli-entry.js', import.meta.url))
+const compiled = fileURLToPath(new URL('../dist/bin/cli.js', import.meta.url))
 let mod
 if (existsSync(compiled) && process.env.HR_RELAY_FROM_SOURCE !== '1') {
   mod = await import(compiled)
 } else {
   const { register } = await import('tsx/esm/api')
   register()
-  mod = await import('../relay/cli-entry.ts')
+  mod = await import('./cli.ts')
 }
 const code = await mod.main(process.argv.slice(2))
 if (code >= 0) process.exitCode = code

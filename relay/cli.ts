@@ -1,7 +1,7 @@
 // The `hr-relay` command: start, admin, sim.
 import { parseArgs } from 'node:util'
 import { loadConfig, ConfigError } from './config.ts'
-import { startService } from './main.ts'
+import { startService, type ServiceHooks } from './main.ts'
 import { DataDirError, StoreLockedError, StoreOpenError } from '../api/store/db.ts'
 import { ListenError } from './listen-error.ts'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
@@ -19,6 +19,9 @@ export type SubcommandRunner = (argv: string[]) => Promise<number>
 
 /** Subcommands contributed by other folders (the simulator registers `sim`). */
 export const SUBCOMMANDS: Record<string, SubcommandRunner> = {}
+
+/** Hooks of `start` contributed by other folders (bin/cli.ts adds the demo's), made fresh for each start. */
+export const START_HOOKS: Array<() => ServiceHooks> = []
 
 async function start (argv: string[]): Promise<number> {
   let values
@@ -50,7 +53,7 @@ async function start (argv: string[]): Promise<number> {
       if (values['no-demo'] === true) raw.demo = false
     }
   })
-  const service = await startService(config)
+  const service = await startService(config, { hooks: START_HOOKS.map(make => make()) })
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return
