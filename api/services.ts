@@ -7,7 +7,6 @@ import type { Clients } from './store/clients.ts'
 import type { Tokens } from './store/tokens.ts'
 import type { Devices } from './store/devices.ts'
 import type { DataServices } from './data-services.ts'
-import type { Metrics } from '../relay/metrics.ts'
 
 export interface TokenLifetimes {
   /** Seconds. Defaults in relay/config.ts (README "Token lifetimes"). */
@@ -37,6 +36,18 @@ export interface ApiConfig {
 
 export interface HealthEntry { id: string, state: string, detail?: string, connected?: number }
 
+/**
+ * What the service's metrics record; implemented by the relay's Prometheus
+ * metrics (relay/metrics.ts), so api names the port and not the exporter.
+ */
+export interface ServiceMetrics {
+  readingStored (source: string): void
+  dropped (reason: string): void
+  setConnected (source: string, n: number): void
+  observeIngestLatency (seconds: number): void
+  setWebSocketClients (n: number): void
+}
+
 /** Heart-rate data (readings, pipeline, hub, widgets, game-mod, rooms) comes from DataServices. */
 export interface Services extends DataServices {
   store: Store
@@ -51,6 +62,6 @@ export interface Services extends DataServices {
   health: () => HealthEntry[]
   /** Device pairing and the live list of devices in range (api/store/devices.ts). */
   devices: Devices
-  /** Prometheus metrics (relay/metrics.ts): readingStored, dropped, setConnected, observeIngestLatency, setWebSocketClients. */
-  metrics: Metrics
+  /** The metrics the service records (Prometheus, relay/metrics.ts). */
+  metrics: ServiceMetrics
 }

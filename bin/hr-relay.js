@@ -8,10 +8,10 @@ import { readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const COMPILED = ROOT + 'dist/relay/cli-entry.js'
+const COMPILED = ROOT + 'dist/bin/cli.js'
 /** Written by scripts/build.mjs with the time the build started. */
 const STAMP = ROOT + 'dist/.build-stamp'
-const SOURCES = ['api', 'relay', 'device-sim', 'firmware-protocol']
+const SOURCES = ['api', 'relay', 'device-sim', 'firmware-protocol', 'bin']
 
 /** Newest modification time of a file or folder under `dir` (a folder's time changes when a file is added or removed). */
 function newest (dir) {
@@ -47,7 +47,7 @@ if (stale === undefined) {
   if (process.env.HR_RELAY_FROM_SOURCE !== '1') process.stderr.write(`hr-relay: ${stale}; running the TypeScript sources through tsx (slower start). Run \`npm run build\`.\n`)
   const { register } = await import('tsx/esm/api')
   register()
-  mod = await import('../relay/cli-entry.ts')
+  mod = await import('./cli.ts')
 }
 const code = await mod.main(process.argv.slice(2))
 if (code >= 0) process.exitCode = code

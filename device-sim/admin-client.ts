@@ -1,12 +1,12 @@
 // The simulator's client of hr-relay's admin API: creating simulated people
 // (users), pairing their devices, issuing tokens, creating a room. It talks
-// HTTP to a running service with the admin token, as `hr-relay admin` does;
-// the request shapes of `device` and `room` commands are taken from the
-// admin command table (relay/cli-admin.ts ADMIN_COMMANDS), so the simulator
-// follows whatever the service's own CLI sends.
+// HTTP to a running service with the admin token, as `hr-relay admin` does,
+// and knows the admin API only by its wire format: ADMIN_CALLS below is the
+// table of the requests it makes, the same ones the service's own CLI sends
+// for those commands (test/device-sim/admin-client.test.ts holds the two
+// tables to each other).
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { ADMIN_COMMANDS } from '../relay/cli-admin.ts'
 import { SimError } from './errors.ts'
 
 export interface DeviceCredentials { device_id: string, mqtt_username: string, mqtt_password: string }
@@ -18,6 +18,23 @@ export class AdminHttpError extends SimError {
 }
 
 type Method = 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT'
+type Flags = Record<string, string | boolean | string[] | undefined>
+
+/** One admin API request: method, path and JSON body. */
+export interface AdminRequest { method: Method, path: string, body?: unknown }
+
+const seg = (s: string | undefined): string => encodeURIComponent(s ?? '')
+
+/**
+ * The admin commands the simulator runs, by the words of `hr-relay admin`,
+ * each with the request it is on the wire (README "Admin API").
+ */
+export const ADMIN_CALLS: Record<string, (args: string[], flags: Flags) => AdminRequest> = {
+  'device add': ([deviceId], f) => ({ method: 'POST', path: '/admin/devices', body: { device_id: deviceId, username: f.user, kind: f.kind, name: f.name } }),
+  'device remove': ([deviceId]) => ({ method: 'DELETE', path: `/admin/devices/${seg(deviceId)}` }),
+  'room add': ([name]) => ({ method: 'POST', path: '/admin/rooms', body: { name } }),
+  'room member add': ([roomId, username], f) => ({ method: 'POST', path: `/admin/rooms/${seg(roomId)}/members`, body: { username, display_name: f['display-name'] } })
+}
 
 export class AdminClient {
   constructor (readonly url: string, private readonly token: string) {}
@@ -59,16 +76,16 @@ export class AdminClient {
     return r.body
   }
 
-  /** True when the service's CLI has the admin command `words` (e.g. ['device', 'add']). */
+  /** True when this client knows the admin command `words` (e.g. ['device', 'add']). */
   static has (words: string[]): boolean {
-    return ADMIN_COMMANDS.some(c => c.words.join(' ') === words.join(' '))
+    return ADMIN_CALLS[words.join(' ')] !== undefined
   }
 
   /** Runs an admin command by its words, as `hr-relay admin <words> <args> --flags` would. */
-  async command (words: string[], args: string[], flags: Record<string, string | boolean | string[] | undefined> = {}): Promise<{ status: number, body: any }> {
-    const cmd = ADMIN_COMMANDS.find(c => c.words.join(' ') === words.join(' '))
-    if (cmd === undefined) throw new SimError('admin_failed', `this hr-relay has no admin command "${words.join(' ')}"`)
-    const req = cmd.request(args, flags)
+  async command (words: string[], args: string[], flags: Flags = {}): Promise<{ status: number, body: any }> {
+    const call = ADMIN_CALLS[words.join(' ')]
+    if (call === undefined) throw new SimError('admin_failed', `the simulator has no admin command "${words.join(' ')}"`)
+    const req = call(args, flags)
     return await this.request(req.method, req.path, req.body)
   }
 

@@ -4,8 +4,10 @@
 // source (node-ble over D-Bus), serial sensors on pty pairs read by its
 // serial sources. Members without such hardware use MQTT (demo.ts).
 //
-// prepareDemo(config, log) runs in the composition root before the sources
-// are built, only when config.demo is true. Each part that cannot start is
+// prepareDemo(config, log) runs before the relay builds its sources, only when
+// config.demo is true (demo-hooks.ts, wired into `hr-relay start` by bin/).
+// It knows the relay's configuration only by the documented keys it reads
+// and sets (DemoConfig: the file format, README "Configuration"). Each part that cannot start is
 // skipped with one info line saying why, never an error:
 //   BLE     a private dbus-daemon (never the machine's system bus) with the
 //           BlueZ emulator on it; DBUS_SYSTEM_BUS_ADDRESS is set to it for
@@ -29,12 +31,22 @@ import { constants as fsConstants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import * as dbus from 'dbus-next'
 import type { Logger } from 'pino'
-import type { Config, SerialPortConfig } from '../relay/config.ts'
 import { BluezEmulator } from './ble/bluez-emulator.ts'
 import { startPrivateBus, type PrivateBus } from './ble/private-bus.ts'
-import { DEMO_SEED } from './demo.ts'
 import { openPtyPair, type PtyPair } from './serial/pty.ts'
 import { strapAddress } from './transports/ble.ts'
+
+/** The seed every demo identity (strap address, serial id, physiology) derives from. */
+export const DEMO_SEED = 2024
+
+/** A serial port of the relay's configuration (`serial[]`). */
+export interface DemoSerialPortConfig { path: string, baud_rate: number, format: 'framed' | 'text' | 'hrmi', device_id?: string, poll_interval_ms: number }
+
+/** The keys of the relay's configuration that the demo reads and sets. */
+export interface DemoConfig {
+  ble: { enabled: boolean, adapter: string, allow: string[], backoff_initial_ms: number, rescan_interval_ms: number }
+  serial: DemoSerialPortConfig[]
+}
 
 /** Members 0..3 wear BLE straps, 4 and 5 serial sensors; the rest are MQTT devices. */
 export const DEMO_BLE_STRAPS = 4
@@ -55,9 +67,9 @@ export interface DemoSerialPort {
   pair: PtyPair
 }
 
-export interface DemoHardware {
+export interface DemoHardware<C extends DemoConfig = DemoConfig> {
   /** The configuration to build the service from: BLE on the emulator, the ptys in `serial`. */
-  config: Config
+  config: C
   ble: DemoBle | null
   serial: DemoSerialPort[]
   /** Stops the emulator, the private bus and socat; restores DBUS_SYSTEM_BUS_ADDRESS. Idempotent. */
@@ -127,7 +139,7 @@ async function bleBlocker (socket: string): Promise<string | null> {
   return null
 }
 
-async function startBle (config: Config, socket: string, log: Logger): Promise<{ ble: DemoBle, bus: PrivateBus } | null> {
+async function startBle (config: DemoConfig, socket: string, log: Logger): Promise<{ ble: DemoBle, bus: PrivateBus } | null> {
   const blocker = await bleBlocker(socket)
   if (blocker !== null) { log.info(`demo: no BLE straps, their members use MQTT: ${blocker}`); return null }
   let bus: PrivateBus
@@ -164,7 +176,7 @@ async function startSerial (log: Logger): Promise<DemoSerialPort[]> {
   }
 }
 
-export async function prepareDemo (config: Config, log: Logger, options: PrepareOptions = {}): Promise<DemoHardware> {
+export async function prepareDemo<C extends DemoConfig> (config: C, log: Logger, options: PrepareOptions = {}): Promise<DemoHardware<C>> {
   const dlog = log.child({ component: 'demo' })
   const next = structuredClone(config)
   const started = await startBle(config, options.systemBusSocket ?? SYSTEM_BUS_SOCKET, dlog)
@@ -186,10 +198,10 @@ export async function prepareDemo (config: Config, log: Logger, options: Prepare
     dlog.info({ bus: envSet, straps: addresses.length }, 'demo: BLE straps on the BlueZ emulator (private D-Bus)')
   }
   for (const p of serial) {
-    const port: SerialPortConfig = { path: p.pair.relayPath, baud_rate: 115200, format: p.format, poll_interval_ms: 1000 }
+    const port: DemoSerialPortConfig = { path: p.pair.relayPath, baud_rate: 115200, format: p.format, poll_interval_ms: 1000 }
     // A framed sensor says who it is ($ID); a plain-text one cannot, so its id is configured.
     if (p.format === 'text') port.device_id = p.device_id
-    next.serial = [...next.serial, port]
+    next.serial.push(port)
   }
   if (serial.length > 0) dlog.info({ ports: serial.map(p => p.pair.relayPath) }, 'demo: serial sensors on pty pairs')
 

@@ -27,9 +27,8 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Logger } from 'pino'
-import type { RunningService } from '../relay/main.ts'
 import { AdminClient, type DeviceCredentials } from './admin-client.ts'
-import type { DemoHardware, DemoSerialPort } from './demo-hardware.ts'
+import { DEMO_SEED, type DemoHardware, type DemoSerialPort } from './demo-hardware.ts'
 import { makePerson } from './physiology.ts'
 import { personLabel } from './provision.ts'
 import { Simulation } from './runner.ts'
@@ -41,9 +40,20 @@ import { MqttTransport } from './transports/mqtt.ts'
 import { SerialTransport } from './transports/serial.ts'
 import type { SimDevice } from './transports/transport.ts'
 
-export const DEMO_SEED = 2024
+export { DEMO_SEED }
 export const DEMO_MEMBERS = 8
 const DEMO_TOKEN_SCOPES = 'data:heart_rate:read data:room:read data:statistics:read profile:read'
+
+/**
+ * What the demo uses of a running service: what an operator on the box has,
+ * its URL, the admin token file and the data directory (server.json).
+ */
+export interface DemoService {
+  config: { data_dir: string }
+  /** e.g. http://127.0.0.1:8080 */
+  httpUrl: string
+  adminTokenFile: string
+}
 
 /** How members without BLE or serial hardware send. */
 export type DemoTransport = 'mqtt' | 'http'
@@ -156,7 +166,7 @@ async function currentPairings (admin: AdminClient): Promise<Map<string, string>
  * prepareDemo (demo-hardware.ts) set up before the relay's sources started;
  * without it, every member uses MQTT (or HTTP).
  */
-export async function startDemo (service: RunningService, log: Logger, hardware: DemoHardware | null = null): Promise<DemoHandle> {
+export async function startDemo (service: DemoService, log: Logger, hardware: DemoHardware | null = null): Promise<DemoHandle> {
   const dlog = log.child({ component: 'demo' })
   const dataDir = resolve(service.config.data_dir)
   const stateFile = join(dataDir, 'demo.json')

@@ -3,6 +3,7 @@
 // Fastify, Aedes, LevelDB, BLE, serial or the simulator.
 import { parseArgs } from 'node:util'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
+import type { ServiceHooks } from './main.ts'
 
 /** Built when printed: other folders register admin commands and subcommands at load time. */
 function usage (): string {
@@ -17,6 +18,9 @@ export type SubcommandRunner = (argv: string[]) => Promise<number>
 
 /** Subcommands contributed by other folders (the simulator registers `sim`). */
 export const SUBCOMMANDS: Record<string, SubcommandRunner> = {}
+
+/** Hooks of `start` contributed by other folders (bin/cli.ts adds the demo's), made fresh for each start. */
+export const START_HOOKS: Array<() => ServiceHooks> = []
 
 async function start (argv: string[]): Promise<number> {
   let values
@@ -49,7 +53,7 @@ async function start (argv: string[]): Promise<number> {
       if (values['no-demo'] === true) raw.demo = false
     }
   })
-  const service = await startService(config)
+  const service = await startService(config, { hooks: START_HOOKS.map(make => make()) })
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return

@@ -1,5 +1,6 @@
 // The private internals of dependencies that hr-relay still relies on, each
 // checked at start so that an upgrade which changes one fails loudly here
+// (the BLE checks when the BLE source loads, the aedes check when the broker starts)
 // instead of silently leaking (D-Bus match rules, node-ble listeners) or
 // letting one client take over another's session (aedes). The versions are
 // pinned exactly in package.json; bump a pin only after these checks and

@@ -10,7 +10,7 @@ import { Store, dataDirError } from '../api/store/db.ts'
 import { Users } from '../api/store/users.ts'
 import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
-import { digest, newToken } from '../api/store/secrets.ts'
+import { adminTokenDigest, appAuth, newAdminToken } from '../api/auth-port.ts'
 import { buildServer } from '../api/http/server.ts'
 import { buildDataServices } from '../api/data-services.ts'
 import { apiFeatures } from '../api/http/features.ts'
@@ -22,7 +22,6 @@ import { MemberFeed } from './outputs/member-feed.ts'
 import { Devices } from '../api/store/devices.ts'
 import { Metrics, instrumentIngest, metricsPlugin } from './metrics.ts'
 import { MqttBroker } from './broker/broker.ts'
-import { assertDependencyInternals } from './dependency-internals.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
 import { ListenError } from './listen-error.ts'
@@ -41,6 +40,17 @@ export interface RunningService {
   close (): Promise<void>
 }
 
+/**
+ * What runs beside the service and needs a say in its start: the demo
+ * (device-sim/demo-hooks.ts, wired in by bin/cli.ts). beforeSources may
+ * replace the configuration before the sources are built; its stop runs after
+ * theirs. afterStart runs once the service is ready; its stop runs first.
+ */
+export interface ServiceHooks {
+  beforeSources? (config: Config, log: Logger): Promise<{ config: Config, stop (): Promise<void> } | null>
+  afterStart? (running: RunningService, log: Logger): Promise<{ stop (): Promise<void> } | null>
+}
+
 export interface ServerInfo { url: string, pid: number, mqtt_port: number | null, started_at: string }
 
 /** Reads the admin token file, creating it (mode 0600) on first start. */
@@ -52,7 +62,7 @@ async function ensureAdminToken (dataDir: string): Promise<{ file: string, token
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
   }
-  const token = newToken()
+  const token = newAdminToken()
   await writeFile(file, token + '\n', { mode: 0o600 })
   await chmod(file, 0o600)
   return { file, token }
@@ -72,10 +82,9 @@ export function serverInfoFile (dataDir: string): string {
   return join(dataDir, 'server.json')
 }
 
-export async function startService (config: Config, options: { logger?: Logger } = {}): Promise<RunningService> {
+export async function startService (config: Config, options: { logger?: Logger, hooks?: ServiceHooks[] } = {}): Promise<RunningService> {
   const log = options.logger ?? createLogger(config)
-  // Private internals of pinned dependencies: fail loudly before anything starts.
-  assertDependencyInternals()
+  const hooks = options.hooks ?? []
   const dataDir = resolve(config.data_dir)
   // Permission and path problems name the path ("permission denied: /var/lib/hr-relay/db").
   try { await mkdir(dataDir, { recursive: true, mode: 0o700 }) } catch (err) { throw dataDirError(dataDir, err) }
@@ -89,9 +98,11 @@ export async function startService (config: Config, options: { logger?: Logger }
   }
 
   try {
-    // The demo's straps (BlueZ emulator on a private D-Bus) and serial ptys exist before the sources are built, and stop after them.
-    const demoHw = config.demo ? await (await import('../device-sim/demo-hardware.ts')).prepareDemo(config, log) : null
-    if (demoHw !== null) { stack.push(demoHw.stop); config = demoHw.config }
+    // E.g. the demo's straps (BlueZ emulator on a private D-Bus) and serial ptys: they exist before the sources are built, and stop after them.
+    for (const hook of hooks) {
+      const before = await hook.beforeSources?.(config, log) ?? null
+      if (before !== null) { stack.push(before.stop); config = before.config }
+    }
     const admin = await ensureAdminToken(dataDir).catch(err => { throw dataDirError(dataDir, err) })
     const healthSources: Array<() => HealthEntry[]> = []
     const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
@@ -128,7 +139,7 @@ export async function startService (config: Config, options: { logger?: Logger }
       devices,
       metrics,
       log,
-      adminTokenDigest: digest(admin.token),
+      adminTokenDigest: adminTokenDigest(admin.token),
       health: () => healthSources.flatMap(f => f()),
       config: {
         publicUrl,
@@ -169,7 +180,7 @@ export async function startService (config: Config, options: { logger?: Logger }
         maxPacketBytes: config.mqtt.max_packet_bytes,
         connectTimeoutMs: config.mqtt.connect_timeout_ms,
         keepaliveLimitS: config.mqtt.keepalive_limit_s
-      }, { devices, tokens: services.tokens, ingest, log, metrics, readings: data.hub, ...(homeAssistant === null ? {} : { integrations: homeAssistant }) })
+      }, { devices, apps: appAuth(services.tokens), ingest, log, metrics, readings: data.hub, ...(homeAssistant === null ? {} : { integrations: homeAssistant }) })
       : null
     const features = [...apiFeatures, metricsPlugin(metrics), adminIntegrationsPlugin(integrations), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
     const app = await buildServer(services, {
@@ -252,8 +263,11 @@ export async function startService (config: Config, options: { logger?: Logger }
     stack.push(async () => { await rm(serverInfoFile(dataDir), { force: true }) })
 
     const running: RunningService = { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
-    // The simulated gym (device-sim/demo.ts) talks to the service only through the admin API and a device transport.
-    if (config.demo) { const demo = await (await import('../device-sim/demo.ts')).startDemo(running, log, demoHw); stack.push(demo.stop) }
+    // E.g. the simulated gym (device-sim/demo.ts), which talks to the service only through the admin API and device transports.
+    for (const hook of hooks) {
+      const after = await hook.afterStart?.(running, log) ?? null
+      if (after !== null) stack.push(after.stop)
+    }
     log.info({ url: httpUrl, data_dir: dataDir }, 'hr-relay ready')
     return running
   } catch (err) {

@@ -5,10 +5,10 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level, type BatchOperation, type BatchOptions } from 'level'
-import type { AbstractSublevel } from 'abstract-level'
-import { buildHourRollups } from './readings.ts'
+import type { BatchOp, Sub } from './sublevel.ts'
+import { buildHourRollups } from './hour-rollups.ts'
 
-export type Sub<V> = AbstractSublevel<Level<string, unknown>, string | Buffer | Uint8Array, string, V>
+export type { BatchOp, Sub }
 
 export class StoreLockedError extends Error {
   readonly code = 'HR_STORE_LOCKED'
@@ -86,10 +86,6 @@ export interface Migration {
 export const MIGRATIONS: Migration[] = [
   { to: 2, describe: 'hourly heart-rate rollups (hr_hour) built from the minute rollups', run: async store => { await buildHourRollups(store) } }
 ]
-
-export type BatchOp =
-  | { type: 'put', sublevel: Sub<any>, key: string, value: unknown }
-  | { type: 'del', sublevel: Sub<any>, key: string }
 
 export class Store {
   readonly dir: string

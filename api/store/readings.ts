@@ -14,7 +14,10 @@
 import type { BatchOp, Store, Sub } from './db.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
 import { decodeRaw, encodeRaw, hourOf, minuteOf, padTs, profileHigh, profileLow, readingKey, splitKey, type RawValue } from '../pipeline/codec.ts'
-import { addReading, changeCredit, emptyRollup, isRollup, mergeRollup, streamCredit, type Rollup } from './rollups.ts'
+import { addReading, changeCredit, emptyRollup, isRollup, streamCredit, type Rollup } from './rollups.ts'
+import { HOUR_SUBLEVEL } from './hour-rollups.ts'
+
+export { HOUR_SUBLEVEL }
 
 export interface LatestRecord { measured_at: number, heart_rate: number, source: StoredReading['source'], device_id?: string }
 export interface RawReading extends RawValue { measured_at: number }
@@ -349,9 +352,6 @@ export class Readings {
   }
 }
 
-/** The sublevel of the hourly rollups (schema version 2). */
-export const HOUR_SUBLEVEL = 'hr_hour'
-
 /** Sets a cache entry, dropping the oldest entries beyond `max`. */
 function bounded<V> (cache: Map<string, V>, key: string, value: V, max: number): void {
   cache.delete(key)
@@ -379,39 +379,6 @@ async function * bucketRange (sub: Sub<Rollup>, profileId: string, from: number,
   } finally {
     await it.close()
   }
-}
-
-/**
- * Migration to schema version 2: builds every hour rollup from the stored
- * minute rollups (merged in key order), written in bounded batches.
- */
-export async function buildHourRollups (store: Store, batchSize = 1000): Promise<number> {
-  const minutes = store.sub<Rollup>('hr_minute')
-  const hours = store.sub<Rollup>(HOUR_SUBLEVEL)
-  let ops: BatchOp[] = []
-  let written = 0
-  let current: { key: string, rollup: Rollup } | undefined
-  const emit = async (force: boolean): Promise<void> => {
-    if (ops.length >= batchSize || (force && ops.length > 0)) {
-      await store.batch(ops, { sync: true })
-      written += ops.length
-      ops = []
-    }
-  }
-  for await (const [k, v] of minutes.iterator()) {
-    const split = splitKey(k)
-    if (split === undefined || !isRollup(v)) continue
-    const key = readingKey(split.profile_id, hourOf(split.t))
-    if (current?.key !== key) {
-      if (current !== undefined) ops.push({ type: 'put', sublevel: hours, key: current.key, value: current.rollup })
-      await emit(false)
-      current = { key, rollup: emptyRollup() }
-    }
-    mergeRollup(current.rollup, v)
-  }
-  if (current !== undefined) ops.push({ type: 'put', sublevel: hours, key: current.key, value: current.rollup })
-  await emit(true)
-  return written
 }
 
 function toRaw (key: string, value: Uint8Array): RawReading | undefined {

@@ -5,13 +5,17 @@
 // session module of api/oauth) marked as an operator session. Deny by default:
 // every /operator page needs that mark, every form its CSRF token. Failed
 // attempts are limited per address. Operator sessions live in memory only.
+// operatorPage and operatorForm (the guards of every operator page and form)
+// are here too, so the page modules (operator*.ts) import them from below.
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { digest } from '../store/secrets.ts'
 import { adminTokenAttempts } from '../http/admin.ts'
 import type { AttemptLimiter } from '../oauth/rate-limit.ts'
 import type { Session } from '../oauth/session.ts'
-import { sessionsOf } from './guard.ts'
+import type { FormParams } from '../oauth/form.ts'
+import { checkedForm, sessionsOf } from './guard.ts'
+import { sendPage } from './html.ts'
 
 const MAX_OPERATOR_SESSIONS = 100
 
@@ -66,4 +70,23 @@ export function operatorSignOut (app: FastifyInstance, request: FastifyRequest, 
   const session = sessions.find(request)
   if (session !== undefined) stateOf(app).keys.delete(session.key)
   sessions.end(reply, session)
+}
+
+/** The operator session of a page request, or null after redirecting to the operator sign-in. */
+export async function operatorPage (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<Session | null> {
+  const s = operatorSession(app, request)
+  if (s !== undefined) return s
+  await reply.header('cache-control', 'no-store').redirect('/operator/signin', 303)
+  return null
+}
+
+/** The form of an operator POST (valid CSRF and an operator session), or null after a 400/403 page. */
+export async function operatorForm (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<{ form: FormParams, session: Session } | null> {
+  const checked = await checkedForm(app, request, reply)
+  if (checked === null) return null
+  if (operatorSession(app, request) === undefined) {
+    await sendPage(reply, 403, 'Operator sign-in required', '<p class="notice error" role="alert">Sign in as the operator first.</p><p><a href="/operator/signin">Operator sign-in</a></p>')
+    return null
+  }
+  return checked
 }

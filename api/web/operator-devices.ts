@@ -8,7 +8,7 @@ import type { Session } from '../oauth/session.ts'
 import { esc, hidden, notice, postForm, sendPage, table, when } from './html.ts'
 import { one } from './guard.ts'
 import { operatorNav } from './nav.ts'
-import { operatorForm, operatorPage } from './operator.ts'
+import { operatorForm, operatorPage } from './operator-auth.ts'
 
 /** The device registry (app.hr.devices); undefined only for a server built without one. */
 export function devicesOf (app: FastifyInstance): Devices | undefined {

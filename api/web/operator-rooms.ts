@@ -7,7 +7,7 @@ import type { Session } from '../oauth/session.ts'
 import { esc, field, notice, postForm, sendPage, table } from './html.ts'
 import { one } from './guard.ts'
 import { operatorNav } from './nav.ts'
-import { operatorForm, operatorPage } from './operator.ts'
+import { operatorForm, operatorPage } from './operator-auth.ts'
 
 export function displayUrl (publicUrl: string, room: RoomRecord): string {
   return `${publicUrl}/rooms/${encodeURIComponent(room.room_id)}/display?display_id=${encodeURIComponent(room.display_id)}`

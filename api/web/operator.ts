@@ -1,36 +1,15 @@
 // Operator pages: sign-in with the admin token (operator-auth.ts), overview
 // with the relay's sources and their health, users and clients; rooms
 // (operator-rooms.ts) and devices (operator-devices.ts).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { useStrictForms } from '../oauth/form.ts'
 import { premiumActive } from '../store/users.ts'
-import type { Session } from '../oauth/session.ts'
 import { esc, field, hidden, notice, sendPage, table, when } from './html.ts'
 import { checkedForm, one, sessionsOf } from './guard.ts'
 import { operatorNav } from './nav.ts'
-import { operatorSession, operatorSignIn, operatorSignOut } from './operator-auth.ts'
+import { operatorPage, operatorSession, operatorSignIn, operatorSignOut } from './operator-auth.ts'
 import { roomRoutes } from './operator-rooms.ts'
 import { deviceRoutes } from './operator-devices.ts'
-import type { FormParams } from '../oauth/form.ts'
-
-/** The operator session of a page request, or null after redirecting to the operator sign-in. */
-export async function operatorPage (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<Session | null> {
-  const s = operatorSession(app, request)
-  if (s !== undefined) return s
-  await reply.header('cache-control', 'no-store').redirect('/operator/signin', 303)
-  return null
-}
-
-/** The form of an operator POST (valid CSRF and an operator session), or null after a 400/403 page. */
-export async function operatorForm (app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<{ form: FormParams, session: Session } | null> {
-  const checked = await checkedForm(app, request, reply)
-  if (checked === null) return null
-  if (operatorSession(app, request) === undefined) {
-    await sendPage(reply, 403, 'Operator sign-in required', '<p class="notice error" role="alert">Sign in as the operator first.</p><p><a href="/operator/signin">Operator sign-in</a></p>')
-    return null
-  }
-  return checked
-}
 
 function signInBody (csrf: string, error?: string): string {
   return `${notice(error, 'error')}<p>Enter the admin token of this relay. It is in the file <code>admin-token</code> in the data directory (<code>hr-relay admin token</code> prints it).</p>

@@ -45,8 +45,7 @@ import { isProtocolError } from '../../firmware-protocol/errors.ts'
 import { isRefused, type Ingest, type IngestResult, type Reading } from '../../api/pipeline/reading.ts'
 import type { Devices } from '../../api/store/devices.ts'
 import { normalizeDeviceId } from '../../api/store/devices.ts'
-import type { Tokens } from '../../api/store/tokens.ts'
-import { GUID_RE } from '../../api/store/secrets.ts'
+import type { AppAuth } from '../../api/auth-port.ts'
 
 export const READ_SCOPE = 'data:heart_rate:read'
 
@@ -69,7 +68,8 @@ export interface BrokerMetrics {
 
 export interface AuthDeps {
   devices: Devices
-  tokens: Tokens
+  /** Apps' access tokens (api/auth-port.ts). */
+  apps: AppAuth
   ingest: Ingest
   metrics?: BrokerMetrics
   log: Logger
@@ -136,17 +136,17 @@ export class BrokerAuth {
     if (password.length > 512) throw connackError('bad user name or password', 4)
     const secret = password.toString('utf8')
     let principal: Principal
-    if (GUID_RE.test(secret)) {
-      const found = await this.deps.tokens.lookup(secret, this.now())
+    if (this.deps.apps.isAccessToken(secret)) {
+      const found = await this.deps.apps.authenticate(secret, this.now())
       if (!found.ok) {
         log.info({ client_id: client.id, reason: found.reason }, 'MQTT app token refused')
         throw connackError('bad user name or password', 4)
       }
-      if (found.token.profile_id === null || !found.token.scopes.includes(READ_SCOPE)) {
+      if (found.profile_id === null || !found.scopes.includes(READ_SCOPE)) {
         log.info({ client_id: client.id }, `MQTT app token without ${READ_SCOPE} or without a user refused`)
         throw connackError('not authorized', 5)
       }
-      principal = { kind: 'app', profile_id: found.token.profile_id, token_digest: found.digest, expires_at: found.token.expires_at }
+      principal = { kind: 'app', profile_id: found.profile_id, token_digest: found.digest, expires_at: found.expires_at }
       this.secrets.set(client, secret)
     } else if (username.includes('@') && this.deps.integrations !== undefined) {
       const integration = this.deps.integrations.verify(username, secret)
@@ -296,7 +296,7 @@ export class BrokerAuth {
     if (principal.expires_at <= this.now()) return false
     const token = this.secrets.get(client)
     if (token === undefined) return false
-    const found = await this.deps.tokens.lookup(token, this.now())
+    const found = await this.deps.apps.authenticate(token, this.now())
     return found.ok && found.digest === principal.token_digest
   }
 }

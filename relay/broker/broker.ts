@@ -11,9 +11,8 @@ import type { Logger } from 'pino'
 import { deviceStatusTopic, encodeUserReading, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
 import type { Ingest, IngestResult, Reading, StoredReading } from '../../api/pipeline/reading.ts'
 import type { Devices } from '../../api/store/devices.ts'
-import type { Tokens } from '../../api/store/tokens.ts'
+import type { AppAuth } from '../../api/auth-port.ts'
 import type { HealthEntry } from '../../api/services.ts'
-import { watchAccessToken } from '../../api/store/token-watch.ts'
 import { BrokerAuth, type BrokerMetrics, type IntegrationAccess } from './auth.ts'
 import { limitStream } from './limits.ts'
 import { assertAedesInternals } from '../dependency-internals.ts'
@@ -39,7 +38,8 @@ export interface ReadingFeed {
 
 export interface BrokerDeps {
   devices: Devices
-  tokens: Tokens
+  /** Apps' access tokens (api/auth-port.ts): who an app is, and when its connection must end. */
+  apps: AppAuth
   ingest: Ingest
   log: Logger
   metrics?: BrokerMetricsSink
@@ -68,7 +68,7 @@ export class MqttBroker {
     this.log = deps.log.child({ component: 'mqtt' })
     this.auth = new BrokerAuth({
       devices: deps.devices,
-      tokens: deps.tokens,
+      apps: deps.apps,
       ingest: deps.ingest,
       log: this.log,
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
@@ -196,7 +196,7 @@ export class MqttBroker {
       this.log.info({ integration: principal.name, client_id: client.id }, 'MQTT integration connected')
     } else {
       // The connection lasts as long as its token: revocation (a token store event) or expiry (a timer) closes it.
-      this.appClients.set(client, watchAccessToken(this.deps.tokens, principal.token_digest, principal.expires_at, why => {
+      this.appClients.set(client, this.deps.apps.watch(principal.token_digest, principal.expires_at, why => {
         this.log.info({ client_id: client.id, why }, 'MQTT app token no longer valid; disconnecting')
         client.close()
       }))

@@ -9,6 +9,7 @@ import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { Store } from '../../api/store/db.ts'
 import { Devices } from '../../api/store/devices.ts'
 import { Tokens } from '../../api/store/tokens.ts'
+import { appAuth } from '../../api/auth-port.ts'
 import type { Ingest, IngestResult, Reading, StoredReading } from '../../api/pipeline/reading.ts'
 import { MqttBroker, type BrokerConfig, type ReadingFeed } from '../../relay/broker/broker.ts'
 import { Metrics } from '../../relay/metrics.ts'
@@ -91,7 +92,7 @@ export async function startBroker (t: Tap, config: Partial<BrokerConfig> = {}, e
   const feed = new TestFeed()
   const metrics = new Metrics()
   const broker = new MqttBroker({ host: '127.0.0.1', port: 0, maxPacketBytes: 8192, connectTimeoutMs: 10_000, keepaliveLimitS: 300, ...config }, {
-    devices, tokens, ingest, metrics, readings: feed, ...extra, log: pino({ level: process.env.HR_RELAY_TEST_LOG ?? 'silent' })
+    devices, apps: appAuth(tokens), ingest, metrics, readings: feed, ...extra, log: pino({ level: process.env.HR_RELAY_TEST_LOG ?? 'silent' })
   })
   await broker.start()
   const clients: MqttClient[] = []

@@ -18,13 +18,13 @@ async function tree (t: Test): Promise<string> {
   await mkdir(join(dir, 'bin'))
   await copyFile(join(ROOT, 'bin/hr-relay.js'), join(dir, 'bin/hr-relay.js'))
   await mkdir(join(dir, 'relay'))
-  await writeFile(join(dir, 'relay/cli-entry.ts'), "export async function main (argv: string[]): Promise<number> { process.stdout.write('source ' + argv.join(' ') + '\\n'); return 0 }\n")
-  await mkdir(join(dir, 'dist/relay'), { recursive: true })
-  await writeFile(join(dir, 'dist/relay/cli-entry.js'), "export async function main (argv) { process.stdout.write('dist ' + argv.join(' ') + '\\n'); return 3 }\n")
+  await writeFile(join(dir, 'relay/cli-entry.ts'), 'export {}\n')
+  await writeFile(join(dir, 'bin/cli.ts'), "export async function main (argv: string[]): Promise<number> { process.stdout.write('source ' + argv.join(' ') + '\\n'); return 0 }\n")
+  await mkdir(join(dir, 'dist/bin'), { recursive: true })
+  await writeFile(join(dir, 'dist/bin/cli.js'), "export async function main (argv) { process.stdout.write('dist ' + argv.join(' ') + '\\n'); return 3 }\n")
   // Sources an hour old, the build stamp a minute old.
   const hourAgo = new Date(Date.now() - 3_600_000)
-  await utimes(join(dir, 'relay/cli-entry.ts'), hourAgo, hourAgo)
-  await utimes(join(dir, 'relay'), hourAgo, hourAgo)
+  for (const p of ['relay/cli-entry.ts', 'relay', 'bin/cli.ts', 'bin/hr-relay.js', 'bin']) await utimes(join(dir, p), hourAgo, hourAgo)
   await writeFile(join(dir, 'dist/.build-stamp'), 'stamp\n')
   const minuteAgo = new Date(Date.now() - 60_000)
   await utimes(join(dir, 'dist/.build-stamp'), minuteAgo, minuteAgo)
@@ -52,7 +52,7 @@ t.test('a current dist/ runs without tsx or esbuild', async t => {
   t.equal(r.code, 3, 'the exit code main() returned')
   t.equal(r.stderr, '')
   t.notMatch(r.modules, /node_modules\/(tsx|esbuild)\//)
-  t.match(r.modules, /dist\/relay\/cli-entry\.js/)
+  t.match(r.modules, /dist\/bin\/cli\.js/)
 })
 
 t.test('a source newer than the build runs the sources through tsx and says why', async t => {
