@@ -33,7 +33,8 @@ export const ADMIN_CALLS: Record<string, (args: string[], flags: Flags) => Admin
   'device add': ([deviceId], f) => ({ method: 'POST', path: '/admin/devices', body: { device_id: deviceId, username: f.user, kind: f.kind, name: f.name } }),
   'device remove': ([deviceId]) => ({ method: 'DELETE', path: `/admin/devices/${seg(deviceId)}` }),
   'room add': ([name]) => ({ method: 'POST', path: '/admin/rooms', body: { name } }),
-  'room member add': ([roomId, username], f) => ({ method: 'POST', path: `/admin/rooms/${seg(roomId)}/members`, body: { username, display_name: f['display-name'] } })
+  'room member add': ([roomId, username], f) => ({ method: 'POST', path: `/admin/rooms/${seg(roomId)}/members`, body: { username, display_name: f['display-name'] } }),
+  'user set': ([username], f) => ({ method: 'PUT', path: `/admin/users/${seg(username)}/home-assistant`, body: { enabled: f['home-assistant'] === 'on' } })
 }
 
 export class AdminClient {

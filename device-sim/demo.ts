@@ -49,7 +49,7 @@ const DEMO_TOKEN_SCOPES = 'data:heart_rate:read data:room:read data:statistics:r
  * its URL, the admin token file and the data directory (server.json).
  */
 export interface DemoService {
-  config: { data_dir: string }
+  config: { data_dir: string, home_assistant?: { enabled: boolean } }
   /** e.g. http://127.0.0.1:8080 */
   httpUrl: string
   adminTokenFile: string
@@ -224,6 +224,13 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
   const room = await ensureRoom(admin, state, dlog)
   if (room !== null) { state.room_id = room.room_id; state.display_id = room.display_id; await save() }
   const roomId = room?.room_id ?? null
+  // With Home Assistant discovery on, the demo's members opt in, so they appear there without a click each.
+  if (service.config.home_assistant?.enabled === true) {
+    for (const m of members) {
+      const r = await admin.command(['user', 'set'], [m.username], { 'home-assistant': 'on' })
+      if (r.status > 299) dlog.warn({ status: r.status, member: m.username }, 'demo: could not opt the member in to Home Assistant')
+    }
+  }
 
   const kinds: MemberTransport[] = assigned.map(a => a?.kind ?? transportName)
   const devices: SimDevice[] = members.map((m, i) => ({
