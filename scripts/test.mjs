@@ -3,8 +3,8 @@
 // they are missing, then the type check, the linter and every test file under
 // test/ with tap (coverage by tap's built-in c8, checked against a floor).
 // It ends with the one line CI reads: `N passed, M failed`, where the type
-// check, the lint and the coverage floor count as one test each beside tap's
-// own counts. Also printed: each stage's wall time and the ten slowest files.
+// check and the lint count as one test each beside tap's own counts (and the
+// coverage floor when HR_RELAY_COVERAGE_FLOOR is set). Also printed: each stage's wall time and the ten slowest files.
 import { spawn, spawnSync } from 'node:child_process'
 
 /** The Debian packages the tests need, and why. */
@@ -14,11 +14,12 @@ const needed = [
   { cmd: 'chromium', pkg: 'chromium', why: 'the web pages are tested in headless Chromium' }
 ]
 /**
- * Lowest line coverage (percent) the whole suite must keep. The figure varies between runs of the same tree
- * (82.7 % to 90.6 % seen on 2026-11-23 beside a CPU hog: processes the tests kill, or that time out under load,
- * do not always write their coverage), so the floor sits below the lowest seen.
+ * Line coverage is printed against a floor, but the floor does not fail the run unless HR_RELAY_COVERAGE_FLOOR is
+ * set: tap's report counts a different set of files from run to run of the same tree (1,764, 5,903 and 16,545
+ * lines in three runs on 2026-11-23, reading 90.6 %, 87.1 % and 82.7 %), so it cannot gate CI until that is fixed.
  */
 const COVERAGE_FLOOR = Number(process.env.HR_RELAY_COVERAGE_FLOOR ?? 75)
+const COVERAGE_ENFORCED = process.env.HR_RELAY_COVERAGE_FLOOR !== undefined
 
 const started = Date.now()
 const results = []
@@ -113,11 +114,12 @@ await stage('tests (tap, with coverage)', async () => {
   return code === 0 && tapCounts.fail === 0
 })
 
-// The floor holds for the whole suite; a run of chosen files (`npm test -- test/x.test.ts`) only reports it.
+// The floor is checked for the whole suite when enforced; a run of chosen files (`npm test -- test/x.test.ts`) only reports it.
 const subset = process.argv.slice(2).some(a => !a.startsWith('-'))
 const covOk = coverage !== undefined && coverage >= COVERAGE_FLOOR
-console.log(`\nnpm test: line coverage ${coverage === undefined ? 'not reported' : coverage + '%'} (floor ${COVERAGE_FLOOR}%${subset ? ', not checked for a subset of files' : ''}) ${covOk || subset ? 'ok' : 'FAILED'}`)
-if (!subset) results.push(covOk)
+const checked = COVERAGE_ENFORCED && !subset
+console.log(`\nnpm test: line coverage ${coverage === undefined ? 'not reported' : coverage + '%'} (floor ${COVERAGE_FLOOR}%${checked ? '' : ', reported only'}) ${covOk ? 'ok' : checked ? 'FAILED' : 'below the floor'}`)
+if (checked) results.push(covOk)
 
 const wall = (Date.now() - started) / 1000
 console.log(`npm test: wall time ${Math.floor(wall / 60)} min ${Math.round(wall % 60)} s (${stageTimes.map(([n, ms]) => `${n.split(' ')[0]} ${(ms / 1000).toFixed(0)} s`).join(', ')})`)
