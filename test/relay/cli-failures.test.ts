@@ -24,13 +24,18 @@ async function writeConfig (dir: string, config: Record<string, unknown>): Promi
   return file
 }
 
-t.test('the MQTT port is taken: exit 1 naming the port, no hang', async t => {
-  const dir = await tempDir(t)
+/** A port on 127.0.0.1 that another listener holds for the rest of the test. */
+async function busyPort (t: { teardown (fn: () => unknown): void }): Promise<number> {
   const busy = createServer()
   await new Promise<void>(resolve => { busy.listen(0, '127.0.0.1', resolve) })
   t.teardown(() => { busy.close() })
   const addr = busy.address()
-  const port = typeof addr === 'object' && addr !== null ? addr.port : 0
+  return typeof addr === 'object' && addr !== null ? addr.port : 0
+}
+
+t.test('the MQTT port is taken: exit 1 naming the port, no hang', async t => {
+  const dir = await tempDir(t)
+  const port = await busyPort(t)
   const config = await writeConfig(dir, { data_dir: join(dir, 'data'), http: { host: '127.0.0.1', port: 0 }, mqtt: { port } })
   const r = await runCli(['start', '--config', config], env)
   t.equal(r.code, 1, r.stderr)
@@ -39,11 +44,7 @@ t.test('the MQTT port is taken: exit 1 naming the port, no hang', async t => {
 
 t.test('the HTTP port is taken: exit 1 naming the port', async t => {
   const dir = await tempDir(t)
-  const busy = createServer()
-  await new Promise<void>(resolve => { busy.listen(0, '127.0.0.1', resolve) })
-  t.teardown(() => { busy.close() })
-  const addr = busy.address()
-  const port = typeof addr === 'object' && addr !== null ? addr.port : 0
+  const port = await busyPort(t)
   const r = await runCli(['start', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--http-port', String(port), '--mqtt-port', '0', '--no-demo'], env)
   t.equal(r.code, 1, r.stderr)
   t.match(r.stderr, `cannot listen for HTTP on port ${port} (127.0.0.1)`)
