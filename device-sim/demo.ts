@@ -200,7 +200,7 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
     try {
       await admin.addDevice(a.device_id, m.username, true, a.kind)
     } catch (err) {
-      dlog.warn({ err: (err as Error).message, member: m.username }, `demo: cannot pair the ${a.kind} device; this member sends over MQTT`)
+      dlog.warn({ err: (err as Error).message, code: (err as { code?: unknown }).code, member: m.username }, `demo: cannot pair the ${a.kind} device; this member sends over MQTT`)
       assigned[i] = null
     }
   }
@@ -212,7 +212,7 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
     try {
       for (const m of rest) m.mqtt ??= await admin.addDevice(m.device_id, m.username, true, 'mqtt')
     } catch (err) {
-      dlog.warn({ err: (err as Error).message }, 'demo: cannot pair MQTT devices; using HTTP writers')
+      dlog.warn({ err: (err as Error).message, code: (err as { code?: unknown }).code }, 'demo: cannot pair MQTT devices; using HTTP writers')
       transportName = 'http'
     }
   }

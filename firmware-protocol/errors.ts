@@ -34,3 +34,31 @@ export class ProtocolError extends Error {
 export function isProtocolError (err: unknown): err is ProtocolError {
   return err instanceof ProtocolError
 }
+
+/**
+ * One entry of a layer's table of internal error codes, in the manner of
+ * fastify's lib/errors.js: the class that carries the code, its message
+ * template (`{name}` placeholders, filled by errorMessage) and, where the
+ * error becomes an HTTP answer, the API error it is answered with.
+ * The README's "Internal error codes" table lists every entry of every layer
+ * (test/errors-codes.test.ts keeps the two equal).
+ */
+export interface ErrorCodeDef {
+  readonly class: string
+  readonly message: string
+  /** The API answer (a name of api/errors.ts API_ERRORS), where the error becomes one. */
+  readonly api?: string
+}
+
+/** This layer's table: every ProtocolError code. */
+export const PROTOCOL_ERROR_CODES: Record<ProtocolErrorCode, ErrorCodeDef> = Object.fromEntries(
+  Object.entries(PROTOCOL_ERRORS).map(([code, message]) => [code, { class: 'ProtocolError', message }])
+) as Record<ProtocolErrorCode, ErrorCodeDef>
+
+/** Fills the `{name}` placeholders of a message template; an unknown name stays as written. */
+export function errorMessage (template: string, params: Readonly<Record<string, string | number>> = {}): string {
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => {
+    const v = params[name]
+    return v === undefined ? whole : String(v)
+  })
+}

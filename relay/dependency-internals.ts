@@ -11,13 +11,14 @@
 import { createRequire } from 'node:module'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { relayErrorMessage } from './error-codes.ts'
 
 const require = createRequire(import.meta.url)
 
 export class DependencyInternalsError extends Error {
   readonly code = 'HR_DEPENDENCY_INTERNALS'
   constructor (pkg: string, what: string) {
-    super(`${pkg} ${installedVersion(pkg)} no longer has ${what}, which hr-relay relies on; install the version pinned in package.json (see relay/dependency-internals.ts)`)
+    super(relayErrorMessage('HR_DEPENDENCY_INTERNALS', { pkg, version: installedVersion(pkg), what }))
     this.name = 'DependencyInternalsError'
   }
 }

@@ -61,11 +61,10 @@ export class MqttTransport implements SimTransport {
     ]
   }
 
-  private async publish (device: number, payload: string | Buffer): Promise<boolean> {
+  private async publish (device: number, payload: string | Buffer, qos: 0 | 1 = this.options.qos ?? 1): Promise<boolean> {
     const client = this.clients.get(device)
     const d = this.devices[device]
     if (client === undefined || d === undefined || !client.connected) return false
-    const qos = this.options.qos ?? 1
     return await new Promise<boolean>(resolve => {
       const timer = setTimeout(() => resolve(false), this.options.ackTimeoutMs ?? 10_000)
       timer.unref()
@@ -91,8 +90,11 @@ export class MqttTransport implements SimTransport {
     const payload = kind === 'garbage'
       ? '{"measured_at": "soon", "heart_rate": "fast"'
       : JSON.stringify({ measured_at: Date.now(), heart_rate: 70, pad: 'x'.repeat(MAX_DEVICE_PAYLOAD_BYTES * 4) })
-    // Not awaited for long: the broker may drop the connection instead of answering.
-    void this.publish(device, payload)
+    // QoS 0, whatever the transport's QoS: a broker refuses a bad QoS 1 publish
+    // by closing the connection without PUBACK, and mqtt.js would resend the
+    // unacknowledged frame after every reconnect, so one injected fault would
+    // arrive again and again. A fault is one frame, sent once.
+    void this.publish(device, payload, 0)
     return 'injected'
   }
 

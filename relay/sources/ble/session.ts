@@ -2,6 +2,7 @@
 // its D-Bus connection with the error listener node-ble never adds, and
 // direct property reads (Get/GetAll) for what node-ble does not cover
 // (Adapter1.Powered, Device1 in one call, Battery1.Percentage).
+import type { Socket } from 'node:net'
 import * as dbus from 'dbus-next'
 import NodeBle from 'node-ble'
 import { BleError, bluezErrorName, describeError } from './errors.ts'
@@ -99,25 +100,44 @@ export class BluezSession {
   }
 
   /**
-   * Ends the connection. The error listener stays on the discarded bus: a
-   * socket that is still connecting may report its failure after end(), and
-   * an 'error' event without a listener would crash the process.
+   * Ends the connection and resolves once its socket is closed (at most
+   * CLOSE_WAIT_MS), so that a stopped source leaves no handle behind. The
+   * error listener stays on the discarded bus: a socket that is still
+   * connecting may report its failure after end(), and an 'error' event
+   * without a listener would crash the process.
    */
-  close (): void {
+  async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
     this.bus.off('error', this.onBusError)
     this.bus.on('error', () => {})
+    const stream = (this.bus as unknown as MatchInternals)._connection?.stream
+    const closed = stream === undefined || stream.destroyed === true
+      ? undefined
+      : new Promise<void>(resolve => { stream.once('close', () => { resolve() }) })
     try { this.destroyBus() } catch { /* already gone */ }
+    if (stream === undefined || closed === undefined) return
+    // node-ble's destroy() only ends the writable side: the socket stayed open until dbus-daemon answered with its
+    // own end, which a busy machine schedules late (the conformance suite saw a pipe outlive stop()). Nothing is
+    // read from a closed session, so the socket closes as soon as our end is written.
+    if (stream.writableFinished === true) stream.destroy()
+    else stream.once('finish', () => { stream.destroy() })
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([closed, new Promise<void>(resolve => { timer = setTimeout(resolve, CLOSE_WAIT_MS) })])
+    clearTimeout(timer)
   }
 }
 
 interface MatchInternals {
   _addMatch?: (rule: string) => Promise<unknown>
   _removeMatch?: (rule: string) => Promise<unknown>
-  _connection?: { stream?: { writable?: boolean } }
+  /** dbus-next's connection: a net.Socket to the bus. */
+  _connection?: { stream?: Socket }
   call: (msg: dbus.Message) => Promise<unknown>
 }
+
+/** How long close() waits for the socket to close before it gives up waiting (it is destroyed either way). */
+const CLOSE_WAIT_MS = 2000
 
 /**
  * dbus-next 0.10.2 refcounts match rules with the arguments of hasOwnProperty
