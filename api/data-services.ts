@@ -4,7 +4,7 @@
 // caller stops the pipeline before closing the store.
 import type { Logger } from 'pino'
 import type { Store } from './store/db.ts'
-import type { Users } from './store/users.ts'
+import type { ReadingStore, UserStore } from './store/types.ts'
 import { Readings } from './store/readings.ts'
 import { Widgets } from './store/widgets.ts'
 import { GameMod } from './store/gamemod.ts'
@@ -13,7 +13,7 @@ import { Hub } from './hub.ts'
 import { Pipeline, type ResolveOwner } from './pipeline/ingest.ts'
 
 export interface DataServices {
-  readings: Readings
+  readings: ReadingStore
   pipeline: Pipeline
   hub: Hub
   widgets: Widgets
@@ -23,7 +23,7 @@ export interface DataServices {
 
 export interface DataServicesOptions {
   store: Store
-  users: Users
+  users: UserStore
   log: Logger
   retention: { rawDays: number, rollupDays: number }
   streamGapSeconds: number
@@ -35,7 +35,7 @@ export interface DataServicesOptions {
 }
 
 export async function buildDataServices (o: DataServicesOptions): Promise<DataServices> {
-  const readings = new Readings(o.store, { gapMs: o.streamGapSeconds * 1000 })
+  const readings = new Readings(o.store, { gapMs: o.streamGapSeconds * 1000, log: o.log.child({ component: 'readings' }) })
   const hub = new Hub({ log: o.log.child({ component: 'hub' }) })
   const rooms = new Rooms(o.store, (roomId, message) => { hub.publishRoomEvent(roomId, message) })
   await rooms.load()

@@ -1,11 +1,9 @@
 // The services the HTTP layer and the relay share. Built once by the
-// composition root (relay/main.ts) and decorated onto Fastify as `app.hr`.
+// composition root (relay/main.ts) and handed to each feature plugin as its
+// options; a feature names the members it uses in its options type.
 import type { Logger } from 'pino'
 import type { Store } from './store/db.ts'
-import type { Users } from './store/users.ts'
-import type { Clients } from './store/clients.ts'
-import type { Tokens } from './store/tokens.ts'
-import type { Devices } from './store/devices.ts'
+import type { ClientStore, DeviceStore, TokenStore, UserStore } from './store/types.ts'
 import type { DataServices } from './data-services.ts'
 
 export interface TokenLifetimes {
@@ -51,9 +49,9 @@ export interface ServiceMetrics {
 /** Heart-rate data (readings, pipeline, hub, widgets, game-mod, rooms) comes from DataServices. */
 export interface Services extends DataServices {
   store: Store
-  users: Users
-  clients: Clients
-  tokens: Tokens
+  users: UserStore
+  clients: ClientStore
+  tokens: TokenStore
   config: ApiConfig
   log: Logger
   /** Digest of the admin token (data-dir/admin-token). */
@@ -61,7 +59,7 @@ export interface Services extends DataServices {
   /** Health of the relay's sources, filled in by the composition root. */
   health: () => HealthEntry[]
   /** Device pairing and the live list of devices in range (api/store/devices.ts). */
-  devices: Devices
+  devices: DeviceStore
   /** The metrics the service records (Prometheus, relay/metrics.ts). */
   metrics: ServiceMetrics
 }

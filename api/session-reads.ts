@@ -4,7 +4,7 @@
 // MAX_SESSION_MS long, readings after that stay out of it (and out of any
 // other session), so the same readings give the same sessions whatever range
 // is asked for.
-import type { Readings, RawReading } from './store/readings.ts'
+import type { RawReading, ReadingStore } from './store/types.ts'
 import type { UserRecord } from './store/users.ts'
 import type { Body } from './stats.ts'
 import { maxHeartRate } from './web/zones.ts'
@@ -35,13 +35,13 @@ function plain (r: RawReading): SessionReading {
 }
 
 /** True when the reading at t starts a session (no reading within the gap before it). */
-async function startsSession (readings: Readings, profileId: string, t: number, gapMs: number): Promise<boolean> {
+async function startsSession (readings: ReadingStore, profileId: string, t: number, gapMs: number): Promise<boolean> {
   const prev = await readings.before(profileId, t)
   return prev === undefined || t - prev.measured_at > gapMs
 }
 
 /** The readings of the session starting at `start`, read forward until a gap (or MAX_SESSION_MS). */
-async function readFrom (readings: Readings, profileId: string, start: number, gapMs: number, seed: SessionReading[] = []): Promise<SessionReading[]> {
+async function readFrom (readings: ReadingStore, profileId: string, start: number, gapMs: number, seed: SessionReading[] = []): Promise<SessionReading[]> {
   const out = seed
   let cursor = out.length === 0 ? start : (out[out.length - 1] as SessionReading).measured_at + 1
   const end = start + MAX_SESSION_MS
@@ -58,7 +58,7 @@ async function readFrom (readings: Readings, profileId: string, start: number, g
 }
 
 /** Sessions starting in [from, to), oldest first. */
-export async function listSessions (readings: Readings, profileId: string, from: number, to: number, o: SessionOptions): Promise<SessionSummary[]> {
+export async function listSessions (readings: ReadingStore, profileId: string, from: number, to: number, o: SessionOptions): Promise<SessionSummary[]> {
   const out: SessionSummary[] = []
   const gap = o.sessionGapMs
   let current: SessionReading[] | null = null
@@ -101,7 +101,7 @@ export function parseSessionId (id: string): number | undefined {
 }
 
 /** The readings of the session with this id, or undefined when no session starts there. */
-export async function loadSession (readings: Readings, profileId: string, id: string, gapMs: number): Promise<SessionReading[] | undefined> {
+export async function loadSession (readings: ReadingStore, profileId: string, id: string, gapMs: number): Promise<SessionReading[] | undefined> {
   const start = parseSessionId(id)
   if (start === undefined) return undefined
   const at = await readings.page(profileId, start, start + 1, 1)

@@ -20,7 +20,7 @@
 //   kcal = kJ / 4.184. Defaults when the profile has none: age 30, weight 75 kg;
 //   sex unknown uses the mean of both equations. A negative total is clamped
 //   to 0. Rounded to 0.1 kcal.
-import type { Readings, RawReading } from './store/readings.ts'
+import type { RawReading, ReadingStore } from './store/types.ts'
 import { HOUR_MS, MINUTE_MS } from './pipeline/codec.ts'
 import { streamCredit, type Rollup } from './store/rollups.ts'
 
@@ -73,7 +73,7 @@ export function finish (s: Sums, body: Body): Statistics {
 }
 
 /** Sums over readings with from <= measured_at <= to. */
-export async function sums (readings: Readings, profileId: string, from: number, to: number): Promise<Sums> {
+export async function sums (readings: ReadingStore, profileId: string, from: number, to: number): Promise<Sums> {
   const s: Sums = { count: 0, sum: 0, min: 0, max: 0, streamedMs: 0, bpmMs: 0 }
   if (to < from) return s
   const gap = readings.gapMs
@@ -132,6 +132,6 @@ export async function sums (readings: Readings, profileId: string, from: number,
   return s
 }
 
-export async function statistics (readings: Readings, profileId: string, range: TimeRange, body: Body, now = Date.now()): Promise<Statistics> {
+export async function statistics (readings: ReadingStore, profileId: string, range: TimeRange, body: Body, now = Date.now()): Promise<Statistics> {
   return finish(await sums(readings, profileId, now - TIME_RANGES[range], now), body)
 }

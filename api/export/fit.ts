@@ -4,16 +4,18 @@
 // with the reading's RR intervals (seconds, at most 5 a message) after its
 // record, timer stop event, one lap, one session, the activity. FIT
 // timestamps are whole seconds (measured_at rounded down); sport is generic.
-import { Encoder, Profile, type ActivityMesg, type EventMesg, type FileIdMesg, type HrvMesg, type LapMesg, type Mesg, type RecordMesg, type SessionMesg } from '@garmin/fitsdk'
+// The SDK is imported with the first FIT export (loadFitSdk), not when the
+// service starts.
+import type * as FitSdk from '@garmin/fitsdk'
+import type { ActivityMesg, EventMesg, FileIdMesg, HrvMesg, LapMesg, Mesg, RecordMesg, SessionMesg } from '@garmin/fitsdk'
 import type { SessionReading, SessionSummary } from '../sessions.ts'
 
-const M = Profile.MesgNum
 const HRV_PER_MESSAGE = 5
 
-const mesgNum = (name: string): number => {
-  const n = M[name]
-  if (n === undefined) throw new Error(`FIT profile has no message ${name}`)
-  return n
+/** The parts of the FIT SDK an export uses, imported on first use. */
+async function loadFitSdk (): Promise<Pick<typeof FitSdk, 'Encoder' | 'Profile'>> {
+  const { Encoder, Profile } = await import('@garmin/fitsdk')
+  return { Encoder, Profile }
 }
 
 const second = (ms: number): Date => new Date(Math.floor(ms / 1000) * 1000)
@@ -22,7 +24,13 @@ const localSeconds = (ms: number): number => Math.floor((ms - FIT_EPOCH_MS) / 10
 const FIT_EPOCH_MS = 631_065_600_000
 const u8 = (v: number): number => Math.min(254, Math.max(0, Math.round(v)))
 
-export function sessionFit (summary: SessionSummary, readings: readonly SessionReading[]): Uint8Array {
+export async function sessionFit (summary: SessionSummary, readings: readonly SessionReading[]): Promise<Uint8Array> {
+  const { Encoder, Profile } = await loadFitSdk()
+  const mesgNum = (name: string): number => {
+    const n = Profile.MesgNum[name]
+    if (n === undefined) throw new Error(`FIT profile has no message ${name}`)
+    return n
+  }
   const enc = new Encoder()
   const write = <T extends Mesg>(name: string, m: T): void => { enc.onMesg(mesgNum(name), m) }
   const start = second(summary.start)

@@ -11,6 +11,7 @@
 // latest record); this keeps a stored reading near 12 bytes after compaction.
 import type { ReadingSource } from './reading.ts'
 import { MEASURED_AT, RR_MAX_COUNT } from '../../firmware-protocol/reading-contract.ts'
+import { apiErrorMessage } from '../error-codes.ts'
 
 export const TS_WIDTH = 13
 export const MAX_TIMESTAMP = MEASURED_AT.max
@@ -83,7 +84,8 @@ export function encodeRaw (v: RawValue): Uint8Array {
 }
 
 export class RawDecodeError extends Error {
-  constructor (message: string) { super(message); this.name = 'RawDecodeError' }
+  readonly code = 'HR_RAW_DECODE'
+  constructor (detail: string) { super(apiErrorMessage('HR_RAW_DECODE', { detail })); this.name = 'RawDecodeError' }
 }
 
 export function decodeRaw (bytes: Uint8Array): RawValue {

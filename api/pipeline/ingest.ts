@@ -1,6 +1,7 @@
-// The one ingest pipeline every source hands readings to. Named steps:
-//   validate → resolve_owner → paused → drop_unstored → group → plan → write → acknowledge → publish
-// The first four run per reading (`paused` withholds the readings of a member
+// The one ingest pipeline every source hands readings to, written as named
+// steps (api/pipeline/steps.ts, in the manner of aedes' publishFuncsQoS):
+//   validate → resolveOwner → paused → filter → plan → write → acknowledge → publish
+// The reading steps run per reading (`paused` withholds the readings of a member
 // who paused ingestion: acknowledged, never stored nor published, so no output
 // sees them); then readings that arrive while a write is
 // in flight (or within the same event-loop turn) form one group, written as a
@@ -14,30 +15,24 @@
 // the next batch starts as soon as the previous one is durable. Batches are
 // written one at a time, in order, and acknowledged in that order.
 import type { Logger } from 'pino'
-import type { Store } from '../store/db.ts'
-import type { Plan, Readings } from '../store/readings.ts'
+import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
 import type { Hub } from '../hub.ts'
-import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading, type ReadingSource, type StoredReading } from './reading.ts'
-import { checkReading, measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
+import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading } from './reading.ts'
+import { measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
+import {
+  READING_STEPS, acknowledge, plan, planOnTop, publish, write,
+  type Group, type GroupEnv, type IngestCounters, type Pending, type ProfileCheck, type ReadingCtx, type ReadingEnv, type ResolveOwner, type Writing
+} from './steps.ts'
+import { apiErrorMessage } from '../error-codes.ts'
 
-export type ResolveOwner = (deviceId: string) => Promise<string | undefined>
-
-export interface IngestCounters {
-  received: number
-  stored: number
-  dropped: Record<DropReason, number>
-  /** Readings ahead of the relay's clock (within data.max_clock_skew_ms) stored at receive time, by source. */
-  clock_skew_corrected: Partial<Record<ReadingSource, number>>
-  batches: number
-  failed_batches: number
-}
+export type { IngestCounters, ResolveOwner }
 
 export interface PipelineOptions {
-  store: Store
-  readings: Readings
+  store: AtomicBatch
+  readings: ReadingStore
   hub: Hub
   /** Checks that a profile exists (Users.get) and, synchronously from memory, whether its ingestion is paused. */
-  users: { get (profileId: string): Promise<unknown>, ingestionPaused? (profileId: string, now: number): boolean }
+  users: ProfileCheck
   /** Device pairing: the owner of a device id, or undefined (reading dropped as 'unpaired'). */
   resolveOwner?: ResolveOwner
   retention: { rawDays: number, rollupDays: number }
@@ -54,18 +49,12 @@ export interface PipelineOptions {
   pruneIntervalMs?: number
 }
 
-interface Ctx { reading: Reading, profileId?: string, stored?: StoredReading }
-interface Step { name: string, run (ctx: Ctx): Promise<DropReason | undefined> | DropReason | undefined }
-interface Pending { reading: StoredReading, resolve (r: IngestResult): void, reject (err: unknown): void }
-/** The group being written, or the next one being gathered (plan undefined: plan it when its turn comes). */
-interface Group { items: Pending[], plan: Plan | undefined }
-interface Writing { group: Group, plan: Plan, done: Promise<unknown> }
-
 /** Write cycles before the writer lets a queued prune step run. */
 const MAX_CYCLES = 200
 
 export class PipelineStoppedError extends Error {
-  constructor () { super('the ingest pipeline is stopped'); this.name = 'PipelineStoppedError' }
+  readonly code = 'HR_PIPELINE_STOPPED'
+  constructor () { super(apiErrorMessage('HR_PIPELINE_STOPPED')); this.name = 'PipelineStoppedError' }
 }
 
 export class Pipeline implements Ingest {
@@ -74,11 +63,8 @@ export class Pipeline implements Ingest {
     dropped: Object.fromEntries(DROP_REASONS.map(r => [r, 0])) as Record<DropReason, number>
   }
 
-  private readonly steps: Step[]
-  private resolveOwnerFn: ResolveOwner
-  private readonly knownProfiles = new Set<string>()
-  /** The latest measured_at accepted per profile (one number per member), for clock-skew correction. */
-  private readonly lastAccepted = new Map<string, number>()
+  private readonly env: ReadingEnv
+  private readonly groupEnv: GroupEnv
   private readonly now: () => number
   private pending: Pending[] = []
   private next: Group = { items: [], plan: undefined }
@@ -93,26 +79,29 @@ export class Pipeline implements Ingest {
 
   constructor (private readonly o: PipelineOptions) {
     this.now = o.now ?? Date.now
-    this.resolveOwnerFn = o.resolveOwner ?? (async () => undefined)
-    this.steps = [
-      { name: 'validate', run: ctx => this.validate(ctx.reading) },
-      { name: 'resolve_owner', run: async ctx => { await this.resolveOwner(ctx); return undefined } },
-      { name: 'paused', run: ctx => this.paused(ctx) },
-      { name: 'drop_unstored', run: async ctx => await this.dropUnstored(ctx) }
-    ]
+    this.env = {
+      users: o.users,
+      resolveOwner: o.resolveOwner ?? (async () => undefined),
+      now: this.now,
+      window: now => measuredAtWindow({ now, rawRetentionDays: o.retention.rawDays, ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs }) }),
+      counters: this.counters,
+      knownProfiles: new Set(),
+      lastAccepted: new Map()
+    }
+    this.groupEnv = { store: o.store, readings: o.readings, hub: o.hub, counters: this.counters, log: o.log }
   }
 
   /** The device registry plugs in here (default: no pairing, device-only readings are dropped). */
-  setResolveOwner (fn: ResolveOwner): void { this.resolveOwnerFn = fn }
+  setResolveOwner (fn: ResolveOwner): void { this.env.resolveOwner = fn }
 
   async submit (reading: Reading): Promise<IngestResult> {
     if (this.stopped) throw new PipelineStoppedError()
     this.counters.received++
-    const ctx: Ctx = { reading }
-    for (const step of this.steps) {
+    const ctx: ReadingCtx = { reading }
+    for (const step of READING_STEPS) {
       let reason: DropReason | undefined
       try {
-        reason = await step.run(ctx)
+        reason = await step(this.env, ctx)
       } catch (err) {
         this.o.log?.error({ err, step: step.name }, 'ingest step failed')
         throw err
@@ -130,75 +119,6 @@ export class Pipeline implements Ingest {
   private drop (reason: DropReason): IngestResult {
     this.counters.dropped[reason]++
     return { status: 'dropped', reason }
-  }
-
-  private validate (r: Reading): DropReason | undefined {
-    if (typeof r !== 'object' || r === null) return 'invalid'
-    // The reading contract (firmware-protocol/reading-contract.ts), the same one every codec applies.
-    if (checkReading(r) !== undefined) return 'invalid'
-    if (r.profile_id !== undefined && (typeof r.profile_id !== 'string' || r.profile_id.length === 0 || r.profile_id.includes('!'))) return 'invalid'
-    if (r.device_id !== undefined && (typeof r.device_id !== 'string' || r.device_id.length === 0)) return 'invalid'
-    if (r.profile_id === undefined && r.device_id === undefined) return 'invalid'
-    return undefined
-  }
-
-  private async resolveOwner (ctx: Ctx): Promise<void> {
-    const r = ctx.reading
-    if (r.profile_id !== undefined) { ctx.profileId = r.profile_id; return }
-    if (r.device_id !== undefined && r.heart_rate > 0) {
-      const owner = await this.resolveOwnerFn(r.device_id)
-      if (owner !== undefined) ctx.profileId = owner
-    }
-  }
-
-  private window (now: number): { min: number, max: number } {
-    return measuredAtWindow({ now, rawRetentionDays: this.o.retention.rawDays, ...(this.o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: this.o.maxClockSkewMs }) })
-  }
-
-  /**
-   * A member who paused ingestion: the reading is withheld (acknowledged, not stored, not published).
-   * Only a reading that would otherwise be stored: out of the window or 0 bpm keeps its own answer.
-   */
-  private paused (ctx: Ctx): DropReason | undefined {
-    const profileId = ctx.profileId
-    if (profileId === undefined || ctx.reading.heart_rate <= 0 || this.o.users.ingestionPaused === undefined) return undefined
-    const now = this.now()
-    if (!this.o.users.ingestionPaused(profileId, now)) return undefined
-    const t = Math.floor(ctx.reading.measured_at)
-    const window = this.window(now)
-    return t < window.min || t > window.max ? undefined : 'paused'
-  }
-
-  private async dropUnstored (ctx: Ctx): Promise<DropReason | undefined> {
-    const r = ctx.reading
-    if (r.heart_rate <= 0) return 'non_positive'
-    const profileId = ctx.profileId
-    if (profileId === undefined) return 'unpaired'
-    if (!this.knownProfiles.has(profileId)) {
-      if (await this.o.users.get(profileId) === undefined) return 'unknown_profile'
-      this.knownProfiles.add(profileId)
-    }
-    let t = Math.floor(r.measured_at)
-    const now = this.now()
-    const window = this.window(now)
-    if (t < window.min || t > window.max) return 'out_of_range'
-    // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (README "The reading contract"),
-    // and after every reading of this profile that went before it, so that two corrected readings never share a
-    // millisecond (one would be dropped as a duplicate after being acknowledged).
-    const last = this.lastAccepted.get(profileId)
-    if (t > now) {
-      t = Math.max(Math.floor(now), last === undefined ? -Infinity : last + 1)
-      const c = this.counters.clock_skew_corrected
-      c[r.source] = (c[r.source] ?? 0) + 1
-    }
-    if (last === undefined || t > last) this.lastAccepted.set(profileId, t)
-    const stored: StoredReading = { profile_id: profileId, measured_at: t, heart_rate: r.heart_rate, source: r.source }
-    if (r.device_id !== undefined) stored.device_id = r.device_id
-    if (r.rr_intervals_ms !== undefined) stored.rr_intervals_ms = r.rr_intervals_ms
-    if (r.energy_expended_kj !== undefined) stored.energy_expended_kj = r.energy_expended_kj
-    if (r.sensor_contact !== undefined) stored.sensor_contact = r.sensor_contact
-    ctx.stored = stored
-    return undefined
   }
 
   // group: readings arriving during a write, or in the same turn, go together.
@@ -264,7 +184,7 @@ export class Pipeline implements Ingest {
       }
       // The next batch goes out before this one is acknowledged and published.
       if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }
-      if (ok) this.acknowledge(writing)
+      if (ok) { acknowledge(this.groupEnv, writing); publish(this.groupEnv, writing) }
     }
   }
 
@@ -278,32 +198,23 @@ export class Pipeline implements Ingest {
     for (const it of items) next.items.push(it)
     const base = next.plan ?? this.inflight?.plan
     if (!plannable || base === undefined) { next.plan = undefined; return }
-    let more: Plan | undefined
-    try {
-      more = await this.o.readings.plan(items.map(p => p.reading), base)
-    } catch {
-      more = undefined
-    }
+    const more = await planOnTop(this.groupEnv, items, base)
     if (more === undefined) next.plan = undefined
     else if (next.plan === undefined) next.plan = more
     else next.plan.absorb(more)
   }
 
-  // write: readings, rollups and latest of one group in one atomic batch with one fsync.
   private async startWrite (): Promise<void> {
     const group = this.next
     this.next = { items: [], plan: undefined }
-    let plan = group.plan
+    let planned: Plan
     try {
-      plan ??= await this.o.readings.plan(group.items.map(p => p.reading))
+      planned = await plan(this.groupEnv, group)
     } catch (err) {
       this.failed(group, err)
       return
     }
-    const ops = plan.ops
-    const done = (async () => { await this.o.store.batch(ops, { sync: true }) })()
-    done.catch(() => undefined)
-    this.inflight = { group, plan, done }
+    this.inflight = write(this.groupEnv, group, planned)
   }
 
   private failed (group: Group, err: unknown): void {
@@ -313,17 +224,6 @@ export class Pipeline implements Ingest {
     this.o.readings.resetCaches()
     this.next.plan = undefined
     for (const g of group.items) g.reject(err)
-  }
-
-  // acknowledge, then publish.
-  private acknowledge (w: Writing): void {
-    this.counters.batches++
-    const dup = new Set(w.plan.duplicates)
-    for (const g of w.group.items) {
-      if (dup.has(g.reading)) g.resolve(this.drop('duplicate'))
-      else { this.counters.stored++; g.resolve({ status: 'stored', profile_id: g.reading.profile_id }) }
-    }
-    for (const g of w.group.items) if (!dup.has(g.reading)) this.o.hub.publishReading(g.reading)
   }
 
   start (): void {

@@ -2,26 +2,15 @@
 // scrypt hashes and shown once, when the client is created.
 import type { Store, Sub } from './db.ts'
 import { dummyVerify, hashSecret, newId, newSecret, verifySecret } from './secrets.ts'
+import { apiErrorMessage } from '../error-codes.ts'
 
-export interface ClientRecord {
-  client_id: string
-  name: string
-  /** null for a public client (no secret; PKCE required). */
-  secret_hash: string | null
-  redirect_uris: string[]
-  owner: string | null
-  created_at: number
-}
-
-export interface NewClient {
-  name: string
-  redirect_uris: string[]
-  owner?: string | null
-  public?: boolean
-}
+import type { ClientRecord, NewClient } from './records.ts'
+import type { ClientStore } from './types.ts'
+export type { ClientRecord, NewClient } from './records.ts'
 
 export class InvalidRedirectUriError extends Error {
-  constructor (uri: string, why: string) { super(`redirect URI ${JSON.stringify(uri)} is not acceptable: ${why}`); this.name = 'InvalidRedirectUriError' }
+  readonly code = 'HR_REDIRECT_URI_INVALID'
+  constructor (uri: string, why: string) { super(apiErrorMessage('HR_REDIRECT_URI_INVALID', { uri: JSON.stringify(uri), why })); this.name = 'InvalidRedirectUriError' }
 }
 
 /** Registered redirect URIs must be absolute, without a fragment (RFC 6749 3.1.2), https or loopback http or a private-use scheme. */
@@ -56,7 +45,7 @@ export function redirectUriAllowed (client: ClientRecord, uri: string): boolean 
   return false
 }
 
-export class Clients {
+export class Clients implements ClientStore {
   private readonly byId: Sub<ClientRecord>
 
   constructor (private readonly store: Store) {

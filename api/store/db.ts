@@ -7,13 +7,15 @@ import { join } from 'node:path'
 import { Level, type BatchOperation, type BatchOptions } from 'level'
 import type { BatchOp, Sub } from './sublevel.ts'
 import { buildHourRollups } from './hour-rollups.ts'
+import { apiErrorMessage } from '../error-codes.ts'
+import type { AtomicBatch } from './types.ts'
 
 export type { BatchOp, Sub }
 
 export class StoreLockedError extends Error {
   readonly code = 'HR_STORE_LOCKED'
   constructor (dir: string, options?: { cause?: unknown }) {
-    super(`the data directory ${dir} is in use by another hr-relay process (LevelDB holds a lock on it); stop that process or pass another --data-dir`, options)
+    super(apiErrorMessage('HR_STORE_LOCKED', { dir }), options)
     this.name = 'StoreLockedError'
   }
 }
@@ -22,7 +24,7 @@ export class StoreOpenError extends Error {
   readonly code = 'HR_STORE_OPEN'
   constructor (dir: string, options?: { cause?: unknown }) {
     const why = (options?.cause as Error | undefined)?.message ?? 'unknown error'
-    super(`cannot open the data store in ${dir}: ${why}`, options)
+    super(apiErrorMessage('HR_STORE_OPEN', { dir, why }), options)
     this.name = 'StoreOpenError'
   }
 }
@@ -35,7 +37,7 @@ export class StoreOpenError extends Error {
 export class DataDirError extends Error {
   readonly code = 'HR_DATA_DIR'
   constructor (dir: string, problem: string, path: string, options?: { cause?: unknown }) {
-    super(`cannot use the data directory ${dir}: ${problem}: ${path}`, options)
+    super(apiErrorMessage('HR_DATA_DIR', { dir, problem, path }), options)
     this.name = 'DataDirError'
   }
 }
@@ -87,7 +89,7 @@ export const MIGRATIONS: Migration[] = [
   { to: 2, describe: 'hourly heart-rate rollups (hr_hour) built from the minute rollups', run: async store => { await buildHourRollups(store) } }
 ]
 
-export class Store {
+export class Store implements AtomicBatch {
   readonly dir: string
   readonly db: Level<string, unknown>
   private readonly subs = new Map<string, Sub<any>>()

@@ -10,41 +10,22 @@ import { KeyedLock } from './lock.ts'
 
 /** Compared against when the username is unknown, so the answer takes the same time. */
 const UNKNOWN_DEVICE = Buffer.alloc(32)
-import type { DeviceSighting, ReadingSource } from '../pipeline/reading.ts'
+import type { ReadingSource } from '../pipeline/reading.ts'
+import type { AddedDevice, DeviceKind, DeviceRecord, DeviceState, NewDevice, Sighting } from './records.ts'
+import type { DeviceStore } from './types.ts'
+export type { AddedDevice, DeviceKind, DeviceRecord, DeviceState, NewDevice, Sighting } from './records.ts'
+import { apiErrorMessage } from '../error-codes.ts'
 
-export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'any'
 export const DEVICE_KINDS: readonly DeviceKind[] = ['ble', 'serial', 'mqtt', 'any']
 
-export interface DeviceRecord {
-  device_id: string
-  profile_id: string
-  kind: DeviceKind
-  name?: string
-  /** Present for kinds 'mqtt' and 'any'. */
-  mqtt_username?: string
-  mqtt_password_hash?: string
-  created_at: number
-}
-
-export interface NewDevice { device_id: string, profile_id: string, kind?: DeviceKind, name?: string }
-
-/** What `add` returns: the record and, once, the clear-text MQTT password. */
-export interface AddedDevice { device: DeviceRecord, mqtt_password: string | null }
-
-/** Live state of a device the relay has seen (paired or not); kept in memory only. */
-export interface DeviceState extends Sighting {
-  last_reading?: { heart_rate: number, measured_at: number }
-}
-
-/** A source saw a device (the type every source reports). */
-export type Sighting = DeviceSighting
-
 export class DeviceExistsError extends Error {
-  constructor (id: string) { super(`device ${id} is already paired`); this.name = 'DeviceExistsError' }
+  readonly code = 'HR_DEVICE_EXISTS'
+  constructor (id: string) { super(apiErrorMessage('HR_DEVICE_EXISTS', { id })); this.name = 'DeviceExistsError' }
 }
 
 export class InvalidDeviceIdError extends Error {
-  constructor (id: string) { super(`device id ${JSON.stringify(id)} is not 1..64 of [A-Za-z0-9:_.-]`); this.name = 'InvalidDeviceIdError' }
+  readonly code = 'HR_DEVICE_ID_INVALID'
+  constructor (id: string) { super(apiErrorMessage('HR_DEVICE_ID_INVALID', { id: JSON.stringify(id) })); this.name = 'InvalidDeviceIdError' }
 }
 
 const DEVICE_ID_RE = /^[A-Za-z0-9:_.-]{1,64}$/
@@ -57,7 +38,7 @@ export function normalizeDeviceId (id: string): string {
   return MAC_RE.test(id) ? id.toUpperCase() : id
 }
 
-export class Devices {
+export class Devices implements DeviceStore {
   private readonly sub: Sub<DeviceRecord>
   private readonly byId = new Map<string, DeviceRecord>()
   private readonly byMqttUser = new Map<string, DeviceRecord>()

@@ -3,7 +3,7 @@
 // at the token's expiry by a timer. No polling. setTimeout cannot wait longer
 // than 2^31 - 1 ms (about 24.8 days), so a longer lifetime is waited for in
 // steps.
-import type { Tokens } from './tokens.ts'
+import type { TokenStore } from './types.ts'
 
 export const MAX_TIMER_MS = 2 ** 31 - 1
 
@@ -18,7 +18,7 @@ export interface WatchOptions {
  * reaches expiresAt. Returns a function that stops watching (call it when the
  * stream closes for any other reason).
  */
-export function watchAccessToken (tokens: Tokens, digest: string, expiresAt: number, end: (why: TokenEnd) => void, options: WatchOptions = {}): () => void {
+export function watchAccessToken (tokens: TokenStore, digest: string, expiresAt: number, end: (why: TokenEnd) => void, options: WatchOptions = {}): () => void {
   const now = options.now ?? Date.now
   let done = false
   let timer: NodeJS.Timeout | undefined

@@ -9,61 +9,14 @@ import type { BatchOp, Store, Sub } from './db.ts'
 import { digest, newId, newToken } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
 
-export type TokenFlow = 'implicit' | 'authorization_code' | 'refresh_token' | 'client_credentials' | 'device_code' | 'manual' | 'admin'
-
-export interface AccessTokenRecord {
-  client_id: string
-  /** null for client-credentials tokens (spec 5.7). */
-  profile_id: string | null
-  scopes: string[]
-  flow: TokenFlow
-  family: string
-  created_at: number
-  expires_at: number
-}
-
-export interface RefreshTokenRecord {
-  client_id: string
-  profile_id: string | null
-  scopes: string[]
-  family: string
-  access_digest: string
-  created_at: number
-  expires_at: number
-  /** Set when rotated; a later use of this token is a replay. */
-  used_at: number | null
-}
-
-export interface IssueRequest {
-  client_id: string
-  profile_id: string | null
-  scopes: string[]
-  flow: TokenFlow
-  expires_in: number
-  refresh_expires_in?: number
-  family?: string
-}
-
-export interface IssuedTokens {
-  access_token: string
-  refresh_token?: string
-  expires_in: number
-  scope: string
-  family: string
-}
-
-export type AccessLookup =
-  | { ok: true, token: AccessTokenRecord, digest: string }
-  | { ok: false, reason: 'not_found' | 'expired' }
-
-export type RefreshResult =
-  | { ok: true, issued: IssuedTokens, record: RefreshTokenRecord }
-  | { ok: false, reason: 'not_found' | 'expired' | 'wrong_client' | 'replayed' }
+import type { AccessLookup, AccessTokenRecord, IssuedTokens, IssueRequest, RefreshResult, RefreshTokenRecord } from './records.ts'
+import type { TokenStore } from './types.ts'
+export type { AccessLookup, AccessTokenRecord, IssuedTokens, IssueRequest, RefreshResult, RefreshTokenRecord, TokenFlow } from './records.ts'
 
 /** Access tokens kept in memory after a lookup, so an API call costs no LevelDB read (bounded, oldest out first). */
 const CACHE_MAX = 10_000
 
-export class Tokens {
+export class Tokens implements TokenStore {
   private readonly cache = new Map<string, AccessTokenRecord>()
   /** Bumped before and after every deleting batch, so a lookup that overlapped one does not cache. */
   private deletions = 0

@@ -2,53 +2,17 @@
 import type { Store, Sub } from './db.ts'
 import { dummyVerify, hashSecret, newId, verifySecret } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
+import { apiErrorMessage } from '../error-codes.ts'
 
-export type PremiumPlan = 'none' | 'trial' | 'subscription' | 'lifetime'
+import type { NewUser, PremiumPlan, RoomHidden, UserRecord } from './records.ts'
+import type { UserStore } from './types.ts'
+export type { NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
+
 export const PREMIUM_PLANS: readonly PremiumPlan[] = ['none', 'trial', 'subscription', 'lifetime']
-export type Sex = 'male' | 'female'
-
-export interface UserRecord {
-  profile_id: string
-  username: string
-  password_hash: string
-  channel: string
-  mobile_login: boolean
-  display_name?: string
-  age?: number
-  weight_kg?: number
-  sex?: Sex
-  max_heart_rate?: number
-  premium: { plan: PremiumPlan, expires_at: number | null }
-  /** Features granted individually (spec 2.7). */
-  features: string[]
-  created_at: number
-  /** The member hides from room displays (README "Member pages"): until that time (ms), or until turned off (null). */
-  room_hidden?: RoomHidden
-  /** Opted in to Home Assistant MQTT discovery (relay/integrations/home-assistant.ts); absent = off. */
-  home_assistant?: boolean
-  /** The member paused ingestion (README "Ingestion pause"): readings are acknowledged, not stored; until that time (ms), or until turned off (null). */
-  ingestion_paused?: RoomHidden
-}
-
-/** A pause since a time (ms), until a time or until turned off (null): room_hidden and ingestion_paused. */
-export interface RoomHidden { since: number, until: number | null }
-
-export interface NewUser {
-  username: string
-  password: string
-  channel?: string
-  display_name?: string
-  age?: number
-  weight_kg?: number
-  sex?: Sex
-  max_heart_rate?: number
-  premium?: PremiumPlan
-  /** For trial and subscription: when the plan ends (ms). Default: 14 days for a trial, 30 for a subscription. */
-  premium_expires_at?: number | null
-}
 
 export class UserExistsError extends Error {
-  constructor (username: string) { super(`user ${username} already exists`); this.name = 'UserExistsError' }
+  readonly code = 'HR_USER_EXISTS'
+  constructor (username: string) { super(apiErrorMessage('HR_USER_EXISTS', { username })); this.name = 'UserExistsError' }
 }
 
 const DAY = 86_400_000
@@ -69,7 +33,7 @@ export function roomHiddenNow (hidden: RoomHidden | undefined, now = Date.now())
   return hidden !== undefined && (hidden.until === null || hidden.until > now)
 }
 
-export class Users {
+export class Users implements UserStore {
   private readonly byId: Sub<UserRecord>
   private readonly byName: Sub<string>
   /** Per username (create) and per profile (update): read, decide, write, one at a time. */
@@ -138,6 +102,16 @@ export class Users {
    */
   roomHidden (profileId: string, now = Date.now()): boolean {
     return roomHiddenNow(this.hidden.get(profileId), now) || this.ingestionPaused(profileId, now)
+  }
+
+  /**
+   * Since when room displays may show the member's readings: the end of their last hidden period (shown again, or
+   * a timed hide that ran out), 0 when they never hid. A reading measured before it is never shown on a display,
+   * so showing oneself again does not reveal the bpm, trend or calories of the hidden time.
+   */
+  roomVisibleSince (profileId: string, now = Date.now()): number {
+    const h = this.hidden.get(profileId)
+    return h === undefined || h.until === null || h.until > now ? 0 : h.until
   }
 
   /** Until when displays show the member as paused: null for "until turned off" (or not paused). */

@@ -5,6 +5,7 @@
 import type { Store, Sub } from './db.ts'
 import { newToken } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
+import { apiErrorMessage } from '../error-codes.ts'
 
 /** The basic bpm widget, the only meta id the service supports (spec 4.3). */
 export const BASIC_WIDGET_META_ID = 'bf6bdf21-10a7-4a28-97ec-a239e6c77f8b'
@@ -30,7 +31,8 @@ export function publicWidget (w: WidgetRecord): Widget {
 }
 
 export class TooManyWidgetsError extends Error {
-  constructor () { super(`at most ${MAX_WIDGETS_PER_USER} widgets per user`); this.name = 'TooManyWidgetsError' }
+  readonly code = 'HR_TOO_MANY_WIDGETS'
+  constructor () { super(apiErrorMessage('HR_TOO_MANY_WIDGETS', { max: MAX_WIDGETS_PER_USER })); this.name = 'TooManyWidgetsError' }
 }
 
 export class Widgets {

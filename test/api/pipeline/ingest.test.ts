@@ -1,11 +1,13 @@
 // The ingest pipeline against a real LevelDB store: steps, drop reasons,
 // group commit, atomic failure, owner resolution, hub fan-out, retention.
 import t from 'tap'
+import { Writable } from 'node:stream'
+import pino from 'pino'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store } from '../../../api/store/db.ts'
-import { Readings } from '../../../api/store/readings.ts'
+import { Readings, type Plan } from '../../../api/store/readings.ts'
 import { Hub } from '../../../api/hub.ts'
 import { Pipeline, type PipelineOptions } from '../../../api/pipeline/ingest.ts'
 import { decodeRaw, encodeRaw } from '../../../api/pipeline/codec.ts'
@@ -199,6 +201,50 @@ t.test('a failed write stores nothing and rejects every reading of the group', a
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 9000, heart_rate: 61, source: 'sim' }), { status: 'stored', profile_id: 'alice' })
   const s = await sums(readings, 'alice', NOW - DAY, NOW)
   t.same(s, { count: 2, sum: 121, min: 60, max: 61, streamedMs: 1000, bpmMs: 61_000 }, 'rollups count the retried reading once')
+})
+
+t.test('a failed speculative plan is logged (warn, what failed) and the group is planned again after the write in flight', async t => {
+  const lines: Array<Record<string, unknown>> = []
+  let warned!: () => void
+  const warning = new Promise<void>(resolve => { warned = resolve })
+  const log = pino({ level: 'debug' }, new Writable({
+    write (chunk: Buffer, _enc, cb) {
+      const line = JSON.parse(chunk.toString('utf8')) as Record<string, unknown>
+      lines.push(line)
+      if (line.level === 40) warned()
+      cb()
+    }
+  }))
+  const { store, readings, pipeline } = await setup(t, { log })
+  const realPlan = readings.plan.bind(readings)
+  readings.plan = (async (group: StoredReading[], base?: Plan) => {
+    if (base !== undefined) throw new Error('plan on top broke')
+    return await realPlan(group)
+  }) as Readings['plan']
+  // The first group's batch waits until the second reading has been planned (and failed) on top of it.
+  const realBatch = store.batch.bind(store)
+  let release!: () => void
+  const gate = new Promise<void>(resolve => { release = resolve })
+  let entered!: () => void
+  const writing = new Promise<void>(resolve => { entered = resolve })
+  let calls = 0
+  store.batch = async (ops, opts) => { if (++calls === 1) { entered(); await gate } return await realBatch(ops, opts) }
+  const first = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 2000, heart_rate: 61, source: 'sim' })
+  await writing
+  const second = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 1000, heart_rate: 62, source: 'sim' })
+  await warning
+  release()
+  t.same(await Promise.all([first, second]), [{ status: 'stored', profile_id: 'alice' }, { status: 'stored', profile_id: 'alice' }])
+  t.same(await all(readings, 'alice'), [[NOW - 2000, 61], [NOW - 1000, 62]], 'the fallback plan stored the second reading')
+  t.equal(calls, 2, 'two batches')
+  const warns = lines.filter(l => l.level === 40)
+  t.equal(warns.length, 1)
+  t.match(warns[0], {
+    msg: 'planning readings on top of the batch in flight failed; they are planned again after it is written',
+    readings: 1,
+    err: { message: 'plan on top broke' }
+  })
+  t.equal(pipeline.counters.failed_batches, 0)
 })
 
 t.test('out-of-order readings into closed minutes update both rollups', async t => {

@@ -1,0 +1,179 @@
+// The ingest pipeline's named steps, each a small function, in the manner of
+// aedes' `publishFuncsQoS`. READING_STEPS run in order for every reading:
+//   validate → resolveOwner → paused → filter
+// and any of them may drop it with a reason. The readings that pass are
+// gathered into groups by the writer (api/pipeline/ingest.ts), which runs the
+// group steps on each group, one group at a time and in order:
+//   plan → write → acknowledge → publish
+// (`planOnTop` is the plan step of the double buffer: the next group planned
+// on top of the batch still being written).
+import type { Logger } from 'pino'
+import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
+import type { Hub } from '../hub.ts'
+import type { DropReason, IngestResult, Reading, ReadingSource, StoredReading } from './reading.ts'
+import { checkReading } from '../../firmware-protocol/reading-contract.ts'
+
+export type ResolveOwner = (deviceId: string) => Promise<string | undefined>
+
+export interface IngestCounters {
+  received: number
+  stored: number
+  dropped: Record<DropReason, number>
+  /** Readings ahead of the relay's clock (within data.max_clock_skew_ms) stored at receive time, by source. */
+  clock_skew_corrected: Partial<Record<ReadingSource, number>>
+  batches: number
+  failed_batches: number
+}
+
+/** Checks that a profile exists (Users.get) and, synchronously from memory, whether its ingestion is paused. */
+export interface ProfileCheck { get (profileId: string): Promise<unknown>, ingestionPaused? (profileId: string, now: number): boolean }
+
+/** What the reading steps read and update: the pipeline's collaborators and its per-profile state. */
+export interface ReadingEnv {
+  users: ProfileCheck
+  resolveOwner: ResolveOwner
+  now: () => number
+  /** The measured_at window at `now` (retention back, max clock skew ahead). */
+  window (now: number): { min: number, max: number }
+  counters: IngestCounters
+  /** Profiles seen to exist (Users.get is asked once per profile). */
+  knownProfiles: Set<string>
+  /** The latest measured_at accepted per profile (one number per member), for clock-skew correction. */
+  lastAccepted: Map<string, number>
+}
+
+/** One reading on its way through the reading steps. */
+export interface ReadingCtx { reading: Reading, profileId?: string, stored?: StoredReading }
+
+export type ReadingStep = (env: ReadingEnv, ctx: ReadingCtx) => Promise<DropReason | undefined> | DropReason | undefined
+
+/** validate: the reading contract (firmware-protocol/reading-contract.ts, the one every codec applies) and the ids. */
+export function validate (_env: ReadingEnv, ctx: ReadingCtx): DropReason | undefined {
+  const r = ctx.reading
+  if (typeof r !== 'object' || r === null) return 'invalid'
+  if (checkReading(r) !== undefined) return 'invalid'
+  if (r.profile_id !== undefined && (typeof r.profile_id !== 'string' || r.profile_id.length === 0 || r.profile_id.includes('!'))) return 'invalid'
+  if (r.device_id !== undefined && (typeof r.device_id !== 'string' || r.device_id.length === 0)) return 'invalid'
+  if (r.profile_id === undefined && r.device_id === undefined) return 'invalid'
+  return undefined
+}
+
+/** resolveOwner: the reading's profile, given or (for a device reading above 0 bpm) its device's owner. */
+export async function resolveOwner (env: ReadingEnv, ctx: ReadingCtx): Promise<undefined> {
+  const r = ctx.reading
+  if (r.profile_id !== undefined) { ctx.profileId = r.profile_id; return undefined }
+  if (r.device_id !== undefined && r.heart_rate > 0) {
+    const owner = await env.resolveOwner(r.device_id)
+    if (owner !== undefined) ctx.profileId = owner
+  }
+  return undefined
+}
+
+/**
+ * paused: a member who paused ingestion: the reading is withheld (acknowledged, not stored, not published).
+ * Only a reading that would otherwise be stored: out of the window or 0 bpm keeps its own answer.
+ */
+export function paused (env: ReadingEnv, ctx: ReadingCtx): DropReason | undefined {
+  const profileId = ctx.profileId
+  if (profileId === undefined || ctx.reading.heart_rate <= 0 || env.users.ingestionPaused === undefined) return undefined
+  const now = env.now()
+  if (!env.users.ingestionPaused(profileId, now)) return undefined
+  const t = Math.floor(ctx.reading.measured_at)
+  const window = env.window(now)
+  return t < window.min || t > window.max ? undefined : 'paused'
+}
+
+/**
+ * filter: drops what is not stored (0 bpm or below, no owner, an unknown profile, outside the window)
+ * and makes the reading to store, with the clock-skew clamp.
+ */
+export async function filter (env: ReadingEnv, ctx: ReadingCtx): Promise<DropReason | undefined> {
+  const r = ctx.reading
+  if (r.heart_rate <= 0) return 'non_positive'
+  const profileId = ctx.profileId
+  if (profileId === undefined) return 'unpaired'
+  if (!env.knownProfiles.has(profileId)) {
+    if (await env.users.get(profileId) === undefined) return 'unknown_profile'
+    env.knownProfiles.add(profileId)
+  }
+  let t = Math.floor(r.measured_at)
+  const now = env.now()
+  const window = env.window(now)
+  if (t < window.min || t > window.max) return 'out_of_range'
+  // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (README "The reading contract"),
+  // and after every reading of this profile that went before it, so that two corrected readings never share a
+  // millisecond (one would be dropped as a duplicate after being acknowledged).
+  const last = env.lastAccepted.get(profileId)
+  if (t > now) {
+    t = Math.max(Math.floor(now), last === undefined ? -Infinity : last + 1)
+    const c = env.counters.clock_skew_corrected
+    c[r.source] = (c[r.source] ?? 0) + 1
+  }
+  if (last === undefined || t > last) env.lastAccepted.set(profileId, t)
+  const stored: StoredReading = { profile_id: profileId, measured_at: t, heart_rate: r.heart_rate, source: r.source }
+  if (r.device_id !== undefined) stored.device_id = r.device_id
+  if (r.rr_intervals_ms !== undefined) stored.rr_intervals_ms = r.rr_intervals_ms
+  if (r.energy_expended_kj !== undefined) stored.energy_expended_kj = r.energy_expended_kj
+  if (r.sensor_contact !== undefined) stored.sensor_contact = r.sensor_contact
+  ctx.stored = stored
+  return undefined
+}
+
+/** The reading steps, in the order they run. */
+export const READING_STEPS: readonly ReadingStep[] = [validate, resolveOwner, paused, filter]
+
+/** What the group steps use. */
+export interface GroupEnv { store: AtomicBatch, readings: ReadingStore, hub: Hub, counters: IngestCounters, log?: Logger | undefined }
+
+/** A reading that passed the reading steps, waiting for its group's write. */
+export interface Pending { reading: StoredReading, resolve (r: IngestResult): void, reject (err: unknown): void }
+/** The group being written, or the next one being gathered (plan undefined: plan it when its turn comes). */
+export interface Group { items: Pending[], plan: Plan | undefined }
+/** A group whose batch is being written. */
+/** A group whose batch is being written; `duplicates` is the plan's, as a set, for acknowledge and publish. */
+export interface Writing { group: Group, plan: Plan, duplicates: ReadonlySet<unknown>, done: Promise<unknown> }
+
+/** plan: the group's batch on the store as written (reads the store where the caches miss). */
+export async function plan (env: GroupEnv, group: Group): Promise<Plan> {
+  return group.plan ?? await env.readings.plan(group.items.map(p => p.reading))
+}
+
+/**
+ * plan, speculatively: readings planned on top of a batch still being written. Undefined when that
+ * needs a store read, or fails (logged): the group is then planned by `plan` after that write.
+ */
+export async function planOnTop (env: GroupEnv, items: Pending[], base: Plan): Promise<Plan | undefined> {
+  try {
+    return await env.readings.plan(items.map(p => p.reading), base)
+  } catch (err) {
+    env.log?.warn({ err, readings: items.length }, 'planning readings on top of the batch in flight failed; they are planned again after it is written')
+    return undefined
+  }
+}
+
+/** write: readings, rollups and latest of one group in one atomic batch with one fsync. */
+export function write (env: GroupEnv, group: Group, plan: Plan): Writing {
+  const ops = plan.ops
+  const done = (async () => { await env.store.batch(ops, { sync: true }) })()
+  done.catch(() => undefined)
+  return { group, plan, duplicates: new Set(plan.duplicates), done }
+}
+
+/** acknowledge: only after the group's batch is durable, each reading as stored or as a duplicate. */
+export function acknowledge (env: GroupEnv, w: Writing): void {
+  env.counters.batches++
+  for (const g of w.group.items) {
+    if (w.duplicates.has(g.reading)) {
+      env.counters.dropped.duplicate++
+      g.resolve({ status: 'dropped', reason: 'duplicate' })
+    } else {
+      env.counters.stored++
+      g.resolve({ status: 'stored', profile_id: g.reading.profile_id })
+    }
+  }
+}
+
+/** publish: the stored readings of the group to the live hub, after they were acknowledged. */
+export function publish (env: GroupEnv, w: Writing): void {
+  for (const g of w.group.items) if (!w.duplicates.has(g.reading)) env.hub.publishReading(g.reading)
+}
