@@ -4,7 +4,7 @@
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pino, { type Logger } from 'pino'
-import pretty from 'pino-pretty'
+import type { PrettyOptions, PrettyStream } from 'pino-pretty'
 import type { FastifyInstance } from 'fastify'
 import { Store, dataDirError } from '../api/store/db.ts'
 import { Users } from '../api/store/users.ts'
@@ -68,14 +68,20 @@ async function ensureAdminToken (dataDir: string): Promise<{ file: string, token
   return { file, token }
 }
 
+/** pino-pretty's stream; the package is imported only here, when a person watches a terminal. */
+async function prettyStream (options: PrettyOptions): Promise<PrettyStream> {
+  const { default: pretty } = await import('pino-pretty')
+  return pretty(options)
+}
+
 /**
  * JSON lines for journald and log shippers; readable lines when a person
  * watches a terminal. Secrets are redacted wherever they might appear.
  */
-function createLogger (config: Config): Logger {
+async function createLogger (config: Config): Promise<Logger> {
   const options = { level: config.log_level, redact: ['req.headers.authorization', '*.password', '*.access_token', '*.refresh_token', '*.client_secret', '*.mqtt_password'] }
   if (process.stdout.isTTY !== true) return pino(options)
-  return pino(options, pretty({ colorize: true, singleLine: true, ignore: 'pid,hostname,component', messageFormat: '{if component}{component}: {end}{msg}', translateTime: 'SYS:HH:MM:ss', sync: true }))
+  return pino(options, await prettyStream({ colorize: true, singleLine: true, ignore: 'pid,hostname,component', messageFormat: '{if component}{component}: {end}{msg}', translateTime: 'SYS:HH:MM:ss', sync: true }))
 }
 
 export function serverInfoFile (dataDir: string): string {
@@ -83,7 +89,7 @@ export function serverInfoFile (dataDir: string): string {
 }
 
 export async function startService (config: Config, options: { logger?: Logger, hooks?: ServiceHooks[] } = {}): Promise<RunningService> {
-  const log = options.logger ?? createLogger(config)
+  const log = options.logger ?? await createLogger(config)
   const hooks = options.hooks ?? []
   const dataDir = resolve(config.data_dir)
   // Permission and path problems name the path ("permission denied: /var/lib/hr-relay/db").

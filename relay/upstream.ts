@@ -18,12 +18,13 @@
 // Topic: `<topic_prefix>/users/<profile_id>/heart_rate`. Payload: the
 // specification's reading shape plus `source` and, when known, `device_id`:
 // {"measured_at":1700000000000,"data":{"heart_rate":72},"source":"ble","device_id":"C8:2F:9A:11:22:33"}
-import mqtt, { type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Store, Sub } from '../api/store/db.ts'
 import type { StoredReading } from '../api/pipeline/reading.ts'
 import type { HealthEntry } from '../api/services.ts'
+import { loadMqttConnect } from './mqtt-client.ts'
 
 export interface UpstreamConfig {
   url: string
@@ -97,6 +98,8 @@ export class UpstreamBridge {
   get connected (): boolean { return this.client?.connected === true }
 
   async start (): Promise<void> {
+    // mqtt.js loads with the first bridge that starts (relay/mqtt-client.ts), before anything else is done.
+    const connect = await loadMqttConnect()
     this.stopped = false
     let count = 0
     let last: string | undefined
@@ -106,7 +109,7 @@ export class UpstreamBridge {
     await this.trim()
     this.deps.metrics?.setUpstreamQueue(this.length)
     if (count > 0) this.log.info({ queued: this.length }, 'upstream queue restored')
-    const client = mqtt.connect(this.config.url, {
+    const client = connect(this.config.url, {
       protocolVersion: 4,
       clientId: this.config.client_id ?? `hr-relay-${randomUUID().slice(0, 8)}`,
       clean: true,

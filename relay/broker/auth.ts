@@ -26,26 +26,17 @@
 //   an app or another device); an app may not take an id held by another
 //   principal (CONNACK 2); every principal takes over its own sessions.
 //
-// Readings: `authorizePublish` decodes the payload and awaits
-// `ingest.submit(reading)` before calling back. aedes runs authorizePublish
-// before it writes PUBACK (lib/handlers/publish.js: publishActions =
-// [authorizePublish, enqueuePublish], and enqueuePublish writes PUBACK for
-// QoS 1), so a QoS 1 reading is acknowledged only after the pipeline stored
-// (or dropped as the specification allows: 0 bpm, a duplicate). A reading the
-// pipeline refuses (see isRefused) gets no PUBACK either: for QoS 1 the
-// connection is closed. A payload that does not decode is dropped and
-// counted; for QoS 1 the connection is closed without PUBACK ([MQTT-3.3.5-2]
-// allows a server to refuse a PUBLISH only by closing the connection; an
-// acknowledgment would claim a reading was taken that was not). A QoS 0 bad
-// payload is dropped and counted without closing (QoS 0 has no answer).
+// Readings: a device's publish on its own topics, once authorized here, is
+// handed to the MQTT ingest source (mqtt-source.ts, a Source like BLE and
+// serial), which decodes it, hands it to the pipeline and decides whether
+// aedes may acknowledge it.
 import type { Aedes, AuthenticateError, Client, PublishPacket, Subscription } from 'aedes'
 import type { Logger } from 'pino'
-import { decodeDevicePayload, parseDeviceTopic, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
-import { isProtocolError } from '../../firmware-protocol/errors.ts'
-import { isRefused, type Ingest, type IngestResult, type Reading } from '../../api/pipeline/reading.ts'
+import { parseDeviceTopic, userHeartRateTopic } from '../../firmware-protocol/mqtt.ts'
 import type { Devices } from '../../api/store/devices.ts'
 import { normalizeDeviceId } from '../../api/store/devices.ts'
 import type { AppAuth } from '../../api/auth-port.ts'
+import { mqttRefusalCode, type RelayErrorCode } from '../error-codes.ts'
 
 export const READ_SCOPE = 'data:heart_rate:read'
 
@@ -66,22 +57,31 @@ export interface BrokerMetrics {
   dropped (reason: string): void
 }
 
+/**
+ * Where an authorized device's publish goes (mqtt-source.ts). Resolves to let
+ * aedes acknowledge it, rejects with MqttRefusal to refuse it.
+ */
+export interface DevicePublishes {
+  publish (deviceId: string, kind: 'heart_rate' | 'status', packet: PublishPacket, willOfClosedClient: boolean): Promise<void>
+}
+
 export interface AuthDeps {
   devices: Devices
   /** Apps' access tokens (api/auth-port.ts). */
   apps: AppAuth
-  ingest: Ingest
+  /** The MQTT ingest source: what authorized devices publish. */
+  ingest: DevicePublishes
   metrics?: BrokerMetrics
   log: Logger
-  /** Called after each decoded device reading was handled by the pipeline. */
-  onReading?: (reading: Reading, result: IngestResult) => void
   now?: () => number
   /** Integrations that may read (Home Assistant); none when absent. */
   integrations?: IntegrationAccess
 }
 
 export class MqttRefusal extends Error {
-  constructor (message: string, readonly reason: string) { super(message); this.name = 'MqttRefusal' }
+  /** Stable, from the reason (relay/error-codes.ts); the reason is the metrics label. */
+  readonly code: RelayErrorCode
+  constructor (message: string, readonly reason: string) { super(message); this.name = 'MqttRefusal'; this.code = mqttRefusalCode(reason) }
 }
 
 function connackError (message: string, returnCode: 2 | 3 | 4 | 5): AuthenticateError {
@@ -211,41 +211,7 @@ export class BrokerAuth {
       this.deps.log.warn({ device_id: principal.device_id, topic: packet.topic.slice(0, 200) }, 'MQTT publish to a foreign topic refused; closing the connection')
       throw this.refuse('mqtt_unauthorized_publish', `device ${principal.device_id} may not publish to ${packet.topic}`)
     }
-    if (topic.kind === 'status') {
-      const text = Buffer.from(packet.payload).toString('utf8')
-      if (text !== STATUS_ONLINE && text !== STATUS_OFFLINE) throw this.refuse('mqtt_bad_status', `status must be ${STATUS_ONLINE} or ${STATUS_OFFLINE}`)
-      return
-    }
-    // A reading is never retained, and never accepted as a last will.
-    packet.retain = false
-    if (client.closed) throw this.refuse('mqtt_will_reading', 'a reading cannot be a last will')
-    let payload
-    try {
-      payload = decodeDevicePayload(typeof packet.payload === 'string' ? packet.payload : new Uint8Array(packet.payload))
-    } catch (err) {
-      if (!isProtocolError(err)) throw err
-      this.deps.metrics?.dropped(`mqtt_${err.code}`)
-      this.deps.log.warn({ device_id: principal.device_id, code: err.code, detail: err.message.slice(0, 200), qos: packet.qos }, 'MQTT payload dropped')
-      if (packet.qos === 0) return
-      throw new MqttRefusal(`bad payload: ${err.message}`, `mqtt_${err.code}`)
-    }
-    const reading: Reading = { device_id: principal.device_id, source: 'mqtt', ...payload }
-    let result: IngestResult
-    try {
-      result = await this.deps.ingest.submit(reading)
-    } catch (err) {
-      // Not stored: no PUBACK; the device resends after it reconnects.
-      this.deps.log.error({ err, device_id: principal.device_id }, 'ingest failed; closing the connection without PUBACK')
-      throw new MqttRefusal('ingest failed', 'ingest_error')
-    }
-    this.deps.onReading?.(reading, result)
-    // Acknowledged means stored: a reading the pipeline refused (outside the
-    // measured_at window, a device or user removed meanwhile) gets no PUBACK;
-    // the pipeline counted it under its reason (hr_relay_ingest_dropped_total).
-    if (isRefused(result) && packet.qos > 0) {
-      this.deps.log.warn({ device_id: principal.device_id, reason: result.reason }, 'MQTT reading not stored; closing the connection without PUBACK')
-      throw new MqttRefusal(`reading not stored: ${result.reason}`, result.reason)
-    }
+    await this.deps.ingest.publish(principal.device_id, topic.kind, packet, client.closed)
   }
 
   async authorizeSubscribe (client: Client, sub: Subscription): Promise<Subscription | null> {

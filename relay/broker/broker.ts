@@ -1,6 +1,7 @@
 // The embedded MQTT broker (aedes 1.x) on a TCP port, and the entry point for
 // MQTT over WebSocket (websocket.ts). Every connection passes the byte limit
-// (limits.ts) before aedes sees it; auth.ts decides who may do what. The
+// (limits.ts) before aedes sees it; auth.ts decides who may do what, and
+// mqtt-source.ts (a Source) takes what devices publish into the pipeline. The
 // broker publishes each device's availability (retained `online`/`offline`)
 // and each stored reading on the owner's user topic for local consumers.
 import { createServer, type Server, type Socket } from 'node:net'
@@ -14,6 +15,8 @@ import type { Devices } from '../../api/store/devices.ts'
 import type { AppAuth } from '../../api/auth-port.ts'
 import type { HealthEntry } from '../../api/services.ts'
 import { BrokerAuth, type BrokerMetrics, type IntegrationAccess } from './auth.ts'
+import { MqttSource } from './mqtt-source.ts'
+import type { SourceSink } from '../sources/source.ts'
 import { limitStream } from './limits.ts'
 import { assertAedesInternals } from '../dependency-internals.ts'
 import { ListenError } from '../listen-error.ts'
@@ -47,6 +50,12 @@ export interface BrokerDeps {
   readings?: ReadingFeed
   /** Integrations (Home Assistant) that read members' topics; onReplaced fires when their password changes. */
   integrations?: IntegrationAccess & { onReplaced (fn: () => void): () => void }
+  /**
+   * The device ingest source, when the caller owns its lifecycle (the
+   * conformance suite starts it with its own sink). Otherwise the broker
+   * builds one and starts it with a sink onto `ingest`, `metrics` and `devices`.
+   */
+  source?: MqttSource
 }
 
 export class MqttBroker {
@@ -54,6 +63,10 @@ export class MqttBroker {
   private aedes: Aedes | null = null
   private server: Server | null = null
   private readonly auth: BrokerAuth
+  /** Device readings and status (mqtt-source.ts). */
+  readonly source: MqttSource
+  private readonly ownsSource: boolean
+  private sourceAbort: AbortController | null = null
   private readonly conns = new Set<Duplex>()
   private readonly cleanups: Array<() => void> = []
   private readonly deviceClients = new Map<string, Set<Client>>()
@@ -66,13 +79,14 @@ export class MqttBroker {
 
   constructor (private readonly config: BrokerConfig, private readonly deps: BrokerDeps) {
     this.log = deps.log.child({ component: 'mqtt' })
+    this.ownsSource = deps.source === undefined
+    this.source = deps.source ?? new MqttSource(this.log)
     this.auth = new BrokerAuth({
       devices: deps.devices,
       apps: deps.apps,
-      ingest: deps.ingest,
+      ingest: this.source,
       log: this.log,
       ...(deps.metrics === undefined ? {} : { metrics: deps.metrics }),
-      onReading: (reading, result) => { this.readingHandled(reading, result) },
       ...(deps.integrations === undefined ? {} : { integrations: deps.integrations })
     })
   }
@@ -80,8 +94,26 @@ export class MqttBroker {
   /** The TCP port the broker listens on (after start). */
   get port (): number | null { return this.listenPort }
 
+  /** The sink of a source the broker owns: the pipeline, the metrics and the pairing list. */
+  private sourceSink (): SourceSink {
+    return {
+      reading: async reading => {
+        const result = await this.deps.ingest.submit(reading)
+        this.readingHandled(reading, result)
+        return result
+      },
+      status: () => { /* the broker reports its own health (health()) */ },
+      device: sighting => { this.deps.devices.sighting(sighting) },
+      dropped: reason => { this.deps.metrics?.dropped(reason) }
+    }
+  }
+
   async start (): Promise<void> {
     this.state = { id: 'mqtt', state: 'starting' }
+    if (this.ownsSource) {
+      this.sourceAbort = new AbortController()
+      await this.source.start(this.sourceAbort.signal, this.sourceSink())
+    }
     const aedes = await Aedes.createBroker({
       connectTimeout: this.config.connectTimeoutMs,
       keepaliveLimit: this.config.keepaliveLimitS,
@@ -94,7 +126,7 @@ export class MqttBroker {
     this.auth.install(aedes)
     const onReady = (client: Client): void => { this.clientReady(client) }
     const onGone = (client: Client): void => { this.clientGone(client) }
-    const onError = (client: Client, err: Error): void => { this.log.debug({ client_id: client?.id, err: err.message }, 'MQTT client error') }
+    const onError = (client: Client, err: Error): void => { this.log.debug({ client_id: client?.id, err: err.message, code: (err as { code?: unknown }).code }, 'MQTT client error') }
     aedes.on('clientReady', onReady)
     aedes.on('clientDisconnect', onGone)
     aedes.on('clientError', onError)
@@ -139,7 +171,7 @@ export class MqttBroker {
     if (stream.listenerCount('error') === 0) stream.on('error', () => { /* reported through the limited stream */ })
     const limited = limitStream(stream, this.config.maxPacketBytes, err => {
       this.deps.metrics?.dropped('mqtt_packet_too_large')
-      this.log.warn({ remote: (stream as Socket).remoteAddress, err: err.message }, 'MQTT connection closed: packet above the byte limit')
+      this.log.warn({ remote: (stream as Socket).remoteAddress, err: err.message, code: (err as { code?: unknown }).code }, 'MQTT connection closed: packet above the byte limit')
     })
     this.conns.add(limited)
     limited.once('close', () => { this.conns.delete(limited) })
@@ -188,7 +220,7 @@ export class MqttBroker {
       let set = this.deviceClients.get(principal.device_id)
       if (set === undefined) { set = new Set(); this.deviceClients.set(principal.device_id, set) }
       set.add(client)
-      this.deps.devices.sighting({ device_id: principal.device_id, source: 'mqtt', connected: true, seen_at: Date.now() })
+      this.source.deviceConnected(principal.device_id)
       this.publishStatus(principal.device_id, STATUS_ONLINE)
       this.log.info({ device_id: principal.device_id, client_id: client.id }, 'MQTT device connected')
     } else if (principal.kind === 'integration') {
@@ -209,10 +241,10 @@ export class MqttBroker {
     const principal = this.auth.principalOf(client)
     if (principal === undefined) return
     if (principal.kind === 'device') {
+      this.source.deviceGone(principal.device_id)
       const set = this.deviceClients.get(principal.device_id)
       if (set?.delete(client) === true && set.size === 0) {
         this.deviceClients.delete(principal.device_id)
-        this.deps.devices.sighting({ device_id: principal.device_id, source: 'mqtt', connected: false, seen_at: Date.now() })
         this.publishStatus(principal.device_id, STATUS_OFFLINE)
         this.log.info({ device_id: principal.device_id }, 'MQTT device disconnected')
       }
@@ -251,6 +283,11 @@ export class MqttBroker {
     this.integrationClients.clear()
     for (const stopWatching of this.appClients.values()) stopWatching()
     this.appClients = new Map()
+    if (this.ownsSource) {
+      this.sourceAbort?.abort()
+      this.sourceAbort = null
+      await this.source.stop()
+    }
     this.state = { id: 'mqtt', state: 'stopped' }
   }
 }

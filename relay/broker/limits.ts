@@ -6,11 +6,12 @@
 // limit before any of its body reaches aedes. `limitStream` wraps a socket or
 // WebSocket stream in a Duplex that aedes can `handle`.
 import { Duplex } from 'node:stream'
+import { relayErrorMessage } from '../error-codes.ts'
 
 export class PacketTooLargeError extends Error {
   readonly code = 'HR_MQTT_PACKET_TOO_LARGE'
   constructor (readonly size: number, readonly limit: number) {
-    super(`MQTT packet of at least ${size} bytes is above the limit of ${limit} bytes`)
+    super(relayErrorMessage('HR_MQTT_PACKET_TOO_LARGE', { size, limit }))
     this.name = 'PacketTooLargeError'
   }
 }
@@ -19,7 +20,7 @@ export class MalformedLengthError extends Error {
   readonly code = 'HR_MQTT_MALFORMED_LENGTH'
   constructor () {
     // [MQTT-2.2.3] the Remaining Length is at most four bytes.
-    super('MQTT Remaining Length field is longer than four bytes')
+    super(relayErrorMessage('HR_MQTT_MALFORMED_LENGTH'))
     this.name = 'MalformedLengthError'
   }
 }

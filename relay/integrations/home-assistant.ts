@@ -20,7 +20,7 @@
 // Field names follow Home Assistant's MQTT discovery schema (sensor.mqtt,
 // binary_sensor.mqtt, "Using availability topics", device registry fields);
 // `default_entity_id` replaced `object_id` in Home Assistant 2025.10.
-import mqtt, { type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { UserRecord, Users } from '../../api/store/users.ts'
@@ -29,6 +29,7 @@ import type { IntegrationName, Integrations } from '../../api/store/integrations
 import type { StoredReading } from '../../api/pipeline/reading.ts'
 import type { HealthEntry } from '../../api/services.ts'
 import { TOPIC_PREFIX, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
+import { loadMqttConnect, type MqttConnect } from '../mqtt-client.ts'
 
 export const SW_VERSION = '0.1.0'
 export const MANUFACTURER = 'hr-relay'
@@ -192,6 +193,8 @@ export class HomeAssistant {
   // --- lifecycle ---
 
   async start (): Promise<void> {
+    // mqtt.js loads only for the upstream connection (relay/mqtt-client.ts), before anything else is done.
+    const connect = this.deps.upstream === undefined ? null : await loadMqttConnect()
     this.stopped = false
     for (const user of await this.deps.users.list()) if (user.home_assistant === true) this.optedIn.set(user.profile_id, user)
     this.cleanups.push(this.deps.users.onHomeAssistantChanged(user => {
@@ -202,7 +205,7 @@ export class HomeAssistant {
     this.cleanups.push(this.deps.devices.onRemoved(() => { this.schedule() }))
     this.cleanups.push(this.deps.readings.subscribeAll(r => { if (this.optedIn.has(r.profile_id)) this.schedule() }))
     if (this.embedded !== null) await this.embedded.publishRetained(relayStatusTopic(TOPIC_PREFIX), STATUS_ONLINE)
-    if (this.deps.upstream !== undefined) this.connectUpstream(this.deps.upstream)
+    if (connect !== null && this.deps.upstream !== undefined) this.connectUpstream(connect, this.deps.upstream)
     this.schedule()
     await this.settled()
     this.timer = setInterval(() => { this.schedule() }, this.deps.refreshMs ?? 5000)
@@ -278,8 +281,8 @@ export class HomeAssistant {
     await sink.publish(memberStateTopic(sink.topicPrefix, profileId), '')
   }
 
-  private connectUpstream (target: UpstreamTarget): void {
-    const client = mqtt.connect(target.url, {
+  private connectUpstream (connect: MqttConnect, target: UpstreamTarget): void {
+    const client = connect(target.url, {
       protocolVersion: 4,
       clientId: `${target.client_id ?? 'hr-relay'}-ha-${randomUUID().slice(0, 8)}`,
       clean: true,

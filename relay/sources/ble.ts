@@ -182,7 +182,7 @@ export class BleSource implements Source {
       // node-ble's stopDiscovery checks Discovering first.
       try { await session.call(adapter.stopDiscovery(), 'StopDiscovery') } catch { /* best effort on the way out */ }
     }
-    session.close()
+    await session.close()
     if (this.session === session) this.session = undefined
     this.emitStatus()
   }

@@ -197,6 +197,9 @@ export class SerialSource implements Source {
     // its buffer without bound. BoundedLineSplitter (firmware-protocol) splits
     // the same way but drops a line once it passes maxLength and reports it
     // with 'overflow', so memory stays bounded whatever the device sends.
+    // (ReadlineParser behind a byte guard was tried: the guard had to scan
+    // every byte for terminators itself, so the parser only repeated its work;
+    // it is no direct dependency, only serialport's own.)
     // The HRMI ends its replies with a bare CR; the other formats with LF or CR LF.
     const splitter = new BoundedLineSplitter({
       maxLength: this.opts.maxLineLength ?? SERIAL_DEFAULTS.maxLineLength,

@@ -1,12 +1,14 @@
-// `hr-relay admin device ...` as a separate process against a running service.
+// `hr-relay admin device ...` against a running service, each command run through
+// the CLI's entry function in this process (test/helpers/cli.ts runMain); the
+// admin command as a separate process is tested in test/relay/cli.test.ts.
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { runCli } from '../../helpers/cli.ts'
+import { runMain } from '../../helpers/cli.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { connackCode } from '../../helpers/broker.ts'
 
-const run = runCli
+const run = runMain
 
 t.test('device add --json prints working MQTT credentials; list, unpaired and remove', async t => {
   const svc = await startTestService(t)

@@ -82,7 +82,7 @@ t.test('stop() disconnects, stops discovery and is idempotent; aborting the star
 
 t.test('after stop() the process exits on its own (no timers or sockets left)', async t => {
   const fixture = fileURLToPath(new URL('./fixtures/ble-stop-exits.ts', import.meta.url))
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', fileURLToPath(new URL('../../../scripts/ts-loader.mjs', import.meta.url)), fixture], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout.on('data', (c: Buffer) => { out += c.toString() })

@@ -12,7 +12,7 @@ t.test('framed: the $ID line sets the device id; bpm and rr arrive exactly', asy
   await device.sendReading(72, [830, 845])
   await device.sendReading(75)
   await device.sendReading(0)
-  await sink.waitFor(() => sink.readings.length >= 3, '3 readings')
+  await sink.waitFor('3 readings', () => sink.readings.length >= 3)
   t.same(sink.readings.map(r => ({ d: r.device_id, s: r.source, hr: r.heart_rate, rr: r.rr_intervals_ms })), [
     { d: 'strap-01', s: 'serial', hr: 72, rr: [830, 845] },
     { d: 'strap-01', s: 'serial', hr: 75, rr: undefined },
@@ -38,14 +38,14 @@ t.test('serialPathDeviceId turns a path into a valid, pairable device id', async
 t.test('framed without $ID: the device id comes from the path; a configured id wins over $ID', async t => {
   const a = await rig(t, { format: 'framed' })
   await a.device.sendReading(64, [937])
-  await a.sink.waitFor(() => a.sink.readings.length >= 1, '1 reading')
+  await a.sink.waitFor('1 reading', () => a.sink.readings.length >= 1)
   t.same(a.sink.readings.map(r => [r.device_id, r.heart_rate, r.rr_intervals_ms]), [[serialPathDeviceId(a.pair.relayPath), 64, [937]]])
   t.same(a.sink.devices.map(d => d.device_id), [serialPathDeviceId(a.pair.relayPath)])
 
   const b = await rig(t, { format: 'framed', deviceId: 'bench-strap' })
   await b.device.sendIdentity('strap-99', '2.0')
   await b.device.sendReading(101)
-  await b.sink.waitFor(() => b.sink.readings.length >= 1, '1 reading')
+  await b.sink.waitFor('1 reading', () => b.sink.readings.length >= 1)
   t.same(b.sink.readings.map(r => [r.device_id, r.heart_rate]), [['bench-strap', 101]])
 })
 
@@ -58,7 +58,7 @@ for (const textVariant of variants) {
     await device.sendReading(72)
     await device.sendReading(180)
     await device.sendReading(99)
-    await sink.waitFor(() => sink.readings.some(r => r.heart_rate === 99), 'the last reading')
+    await sink.waitFor('the last reading', () => sink.readings.some(r => r.heart_rate === 99))
     t.same(sink.bpms(), [61, 72, 180, 99])
     t.ok(sink.readings.every(r => r.device_id === serialPathDeviceId(pair.relayPath) && r.source === 'serial' && r.rr_intervals_ms === undefined))
     t.same(sink.drops, [], 'no-value and PulseSensor S/Q lines are not errors')
@@ -70,9 +70,9 @@ t.test('hrmi: G1\\r polls are answered and each answer becomes a reading', async
   // Empty history first: replies are "<status> <count>" only, which are no value.
   await device.waitForPolls(3)
   await device.sendReading(72)
-  await sink.waitFor(() => sink.readings.length >= 1, 'a reading for 72')
+  await sink.waitFor('a reading for 72', () => sink.readings.length >= 1)
   await device.sendReading(80)
-  await sink.waitFor(() => sink.readings.some(r => r.heart_rate === 80), 'a reading for 80')
+  await sink.waitFor('a reading for 80', () => sink.readings.some(r => r.heart_rate === 80))
   const bpms = sink.bpms()
   t.equal(bpms[0], 72, 'no reading came from the empty replies')
   const firstEighty = bpms.indexOf(80)
