@@ -4,7 +4,7 @@
 // that token stops working (revoked or expired); the composition root creates
 // the admin token and hands api its digest.
 import { digest, GUID_RE, newToken } from './store/secrets.ts'
-import type { Tokens } from './store/tokens.ts'
+import type { TokenStore } from './store/types.ts'
 import { watchAccessToken, type TokenEnd } from './store/token-watch.ts'
 
 export type { TokenEnd }
@@ -23,7 +23,7 @@ export interface AppAuth {
   watch (tokenDigest: string, expiresAt: number, end: (why: TokenEnd) => void): () => void
 }
 
-export function appAuth (tokens: Tokens): AppAuth {
+export function appAuth (tokens: TokenStore): AppAuth {
   return {
     isAccessToken: secret => GUID_RE.test(secret),
     authenticate: async (token, now) => {

@@ -3,46 +3,20 @@
 // flags. Defaults are in the schema.
 import { readFile } from 'node:fs/promises'
 import { Ajv } from 'ajv'
-import { CONFIG_SCHEMA } from './config-schema.ts'
+import { CONFIG_SCHEMA, type Config } from './config-schema.ts'
+import { relayErrorMessage } from './error-codes.ts'
 
-export interface SerialPortConfig { path: string, baud_rate: number, format: 'framed' | 'text' | 'hrmi', device_id?: string, poll_interval_ms: number }
-export interface MidiConfig { path: string, username: string, kind: 'auto' | 'rawmidi' | 'serial', order: 'ones-tens' | 'tens-ones', channel: number }
-export interface OscConfig { host: string, port: number, username: string, min_bpm: number, max_bpm: number, parameter_prefix: string }
-
-export interface Config {
-  data_dir: string
-  log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-  demo: boolean
-  http: {
-    host: string, port: number, public_url?: string, body_limit_bytes: number, rate_limit_per_second: number
-    admin_remote: boolean, headers_timeout_ms: number, request_timeout_ms: number, keep_alive_timeout_ms: number
-    max_connections_per_address: number, max_connections_loopback: number
-  }
-  oauth: {
-    implicit_expires_in: number
-    code_expires_in: number
-    refresh_token_expires_in: number
-    client_credentials_expires_in: number
-    device_code_expires_in: number
-    manual_expires_in: number
-    authorization_code_ttl: number
-    device_session_ttl: number
-    device_poll_interval: number
-  }
-  data: { raw_retention_days: number, rollup_retention_days: number, stream_gap_seconds: number, session_gap_seconds: number, max_clock_skew_ms: number }
-  mqtt: { enabled: boolean, host?: string, port: number, websocket_path: string, max_packet_bytes: number, connect_timeout_ms: number, keepalive_limit_s: number }
-  ble: { enabled: boolean, adapter: string, allow: string[], connect_timeout_ms: number, gatt_timeout_ms: number, backoff_initial_ms: number, backoff_max_ms: number, rescan_interval_ms: number }
-  serial: SerialPortConfig[]
-  midi: MidiConfig[]
-  osc: OscConfig[]
-  upstream?: { url: string, username?: string, password?: string, client_id?: string, topic_prefix: string, queue_max: number }
-  home_assistant: { enabled: boolean, discovery_prefix: string }
-}
+/** The validated configuration: its type is derived from the schema (relay/config-schema.ts). */
+export type { Config }
+export type SerialPortConfig = Config['serial'][number]
+export type MidiConfig = Config['midi'][number]
+export type OscConfig = Config['osc'][number]
 
 export class ConfigError extends Error {
+  readonly code = 'HR_CONFIG_INVALID'
   readonly problems: string[]
   constructor (source: string, problems: string[]) {
-    super(`invalid configuration in ${source}:\n${problems.map(p => `  - ${p}`).join('\n')}`)
+    super(relayErrorMessage('HR_CONFIG_INVALID', { source, problems: problems.map(p => `\n  - ${p}`).join('') }))
     this.name = 'ConfigError'
     this.problems = problems
   }

@@ -4,10 +4,16 @@
 //   GET    /admin/devices            → {devices: [{device_id, username, profile_id, kind, name, mqtt_username, created_at, state}]}
 //   GET    /admin/devices/unpaired   → {devices: [sightings not paired, most recent first]}
 //   DELETE /admin/devices/:device_id → {device_id, removed: true}
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { checkAdmin } from './admin.ts'
-import { DEVICE_KINDS, DeviceExistsError, InvalidDeviceIdError, type DeviceKind, type DeviceState } from '../store/devices.ts'
+import { checkAdmin, type AdminUses } from './admin.ts'
+import { DEVICE_KINDS, DeviceExistsError, InvalidDeviceIdError, type DeviceState } from '../store/devices.ts'
+import { Enum, Params } from './schema.ts'
+import type { Services } from '../services.ts'
+
+/** What device pairing uses: the device registry and the accounts it pairs to. */
+export type AdminDevicesUses = AdminUses & Pick<Services, 'devices' | 'users'>
 
 const state = {
   type: ['object', 'null'],
@@ -33,23 +39,20 @@ function stateView (s: DeviceState | undefined): Omit<DeviceState, 'device_id'> 
   return rest
 }
 
-export async function adminDevicesPlugin (app: FastifyInstance): Promise<void> {
-  await app.register(async admin => {
-    admin.addHook('onRequest', async (request, reply) => { checkAdmin(app, request, reply) })
+export const adminDevicesPlugin: FastifyPluginAsyncTypebox<AdminDevicesUses> = async (app, uses) => {
+  const { devices, users } = uses
+  await app.register(async scope => {
+    const admin = scope.withTypeProvider<TypeBoxTypeProvider>()
+    admin.addHook('onRequest', async (request, reply) => { checkAdmin(uses, request, reply) })
 
     admin.post('/admin/devices', {
       schema: {
-        body: {
-          type: 'object',
-          required: ['device_id', 'username'],
-          additionalProperties: false,
-          properties: {
-            device_id: { type: 'string', pattern: '^[A-Za-z0-9:_.-]{1,64}$' },
-            username: { type: 'string', minLength: 1, maxLength: 100 },
-            kind: { enum: DEVICE_KINDS },
-            name: { type: 'string', minLength: 1, maxLength: 100 }
-          }
-        },
+        body: Type.Object({
+          device_id: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$' }),
+          username: Type.String({ minLength: 1, maxLength: 100 }),
+          kind: Type.Optional(Enum(DEVICE_KINDS)),
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 }))
+        }, { additionalProperties: false }),
         response: {
           201: {
             type: 'object',
@@ -64,11 +67,11 @@ export async function adminDevicesPlugin (app: FastifyInstance): Promise<void> {
         }
       }
     }, async (request, reply) => {
-      const body = request.body as { device_id: string, username: string, kind?: DeviceKind, name?: string }
-      const user = await app.hr.users.byUsername(body.username)
+      const body = request.body
+      const user = await users.byUsername(body.username)
       if (user === undefined) throw new ApiError('not_found', { detail: `no user ${body.username}` })
       try {
-        const { device, mqtt_password: password } = await app.hr.devices.add({
+        const { device, mqtt_password: password } = await devices.add({
           device_id: body.device_id,
           profile_id: user.profile_id,
           ...(body.kind === undefined ? {} : { kind: body.kind }),
@@ -116,26 +119,26 @@ export async function adminDevicesPlugin (app: FastifyInstance): Promise<void> {
         }
       }
     }, async () => {
-      const devices = await Promise.all(app.hr.devices.list().map(async d => ({
+      const list = await Promise.all(devices.list().map(async d => ({
         device_id: d.device_id,
         profile_id: d.profile_id,
-        username: (await app.hr.users.get(d.profile_id))?.username ?? null,
+        username: (await users.get(d.profile_id))?.username ?? null,
         kind: d.kind,
         ...(d.name === undefined ? {} : { name: d.name }),
         mqtt_username: d.mqtt_username ?? null,
         created_at: d.created_at,
-        state: stateView(app.hr.devices.stateOf(d.device_id))
+        state: stateView(devices.stateOf(d.device_id))
       })))
-      return { devices }
+      return { devices: list }
     })
 
     admin.get('/admin/devices/unpaired', {
       schema: { response: { 200: { type: 'object', properties: { devices: { type: 'array', items: sighting } } } } }
-    }, async () => ({ devices: app.hr.devices.unpaired() }))
+    }, async () => ({ devices: devices.unpaired() }))
 
-    admin.delete('/admin/devices/:device_id', async request => {
-      const { device_id: id } = request.params as { device_id: string }
-      const removed = await app.hr.devices.remove(id)
+    admin.delete('/admin/devices/:device_id', { schema: { params: Params({ device_id: Type.String() }) } }, async request => {
+      const { device_id: id } = request.params
+      const removed = await devices.remove(id)
       if (removed === undefined) throw new ApiError('not_found', { detail: `no paired device ${id}` })
       request.log.info({ device_id: removed.device_id }, 'device unpaired')
       return { device_id: removed.device_id, removed: true }

@@ -4,23 +4,31 @@
 //        (the password is shown once; only its digest is stored; a second add replaces it
 //        and disconnects the connections made with the old one)
 //   PUT  /admin/users/:username/home-assistant {enabled} → {username, home_assistant}
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { checkAdmin } from './admin.ts'
-import { INTEGRATION_NAMES, type IntegrationName, type Integrations } from '../store/integrations.ts'
+import { checkAdmin, type AdminUses } from './admin.ts'
+import { Enum, Params } from './schema.ts'
+import { INTEGRATION_NAMES, type Integrations } from '../store/integrations.ts'
+import type { Services } from '../services.ts'
 
-export function adminIntegrationsPlugin (integrations: Integrations): FastifyPluginAsync {
-  return async (app: FastifyInstance): Promise<void> => {
-    await app.register(async admin => {
-      admin.addHook('onRequest', async (request, reply) => { checkAdmin(app, request, reply) })
+/** What the integration routes use besides the integrations store: the accounts that opt in. */
+export type AdminIntegrationsUses = AdminUses & Pick<Services, 'users'>
+
+export function adminIntegrationsPlugin (integrations: Integrations): FastifyPluginAsyncTypebox<AdminIntegrationsUses> {
+  return async (app, uses) => {
+    const { users } = uses
+    await app.register(async scope => {
+      const admin = scope.withTypeProvider<TypeBoxTypeProvider>()
+      admin.addHook('onRequest', async (request, reply) => { checkAdmin(uses, request, reply) })
 
       admin.post('/admin/integrations', {
         schema: {
-          body: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { enum: INTEGRATION_NAMES } } },
+          body: Type.Object({ name: Enum(INTEGRATION_NAMES) }, { additionalProperties: false }),
           response: { 201: { type: 'object', properties: { mqtt_username: { type: 'string' }, mqtt_password: { type: 'string' } } } }
         }
       }, async (request, reply) => {
-        const { name } = request.body as { name: IntegrationName }
+        const { name } = request.body
         const { record, mqtt_password: password } = await integrations.add(name)
         request.log.info({ integration: name }, 'integration credentials issued')
         return await reply.code(201).header('cache-control', 'no-store').send({ mqtt_username: record.mqtt_username, mqtt_password: password })
@@ -28,15 +36,15 @@ export function adminIntegrationsPlugin (integrations: Integrations): FastifyPlu
 
       admin.put('/admin/users/:username/home-assistant', {
         schema: {
-          body: { type: 'object', required: ['enabled'], additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
+          params: Params({ username: Type.String() }),
+          body: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false }),
           response: { 200: { type: 'object', properties: { username: { type: 'string' }, home_assistant: { type: 'boolean' } } } }
         }
       }, async request => {
-        const { username } = request.params as { username: string }
-        const user = await app.hr.users.byUsername(username)
+        const { username } = request.params
+        const user = await users.byUsername(username)
         if (user === undefined) throw new ApiError('not_found', { detail: `no user ${username}` })
-        const { enabled } = request.body as { enabled: boolean }
-        const updated = await app.hr.users.setHomeAssistant(user.profile_id, enabled)
+        const updated = await users.setHomeAssistant(user.profile_id, request.body.enabled)
         return { username: user.username, home_assistant: updated?.home_assistant === true }
       })
     })

@@ -1,9 +1,13 @@
 // Authentication of API calls (spec section 5): a Bearer token in the
 // Authorization header, or for WebSocket and the write endpoint also the
 // `access_token` query parameter.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { ApiError, type ApiErrorName } from '../errors.ts'
 import type { AccessTokenRecord } from '../store/tokens.ts'
+import type { Services } from '../services.ts'
+
+/** What authentication reads: the token store. */
+export type AuthTokens = Services['tokens']
 
 export interface AuthContext {
   token: string
@@ -33,6 +37,7 @@ export function tokenFrom (request: FastifyRequest, allowQuery: boolean): string
     return m[1]
   }
   if (allowQuery) {
+    // Read in onRequest, before the querystring schema has validated anything: narrowed here, not assumed.
     const q = (request.query as Record<string, unknown> | undefined)?.access_token
     if (typeof q === 'string' && q.length > 0) return q
     if (Array.isArray(q)) throw new ApiError('header_wrong_format')
@@ -40,9 +45,9 @@ export function tokenFrom (request: FastifyRequest, allowQuery: boolean): string
   throw new ApiError('header_missing')
 }
 
-export async function authenticate (app: FastifyInstance, request: FastifyRequest, options: AuthOptions = {}): Promise<AuthContext> {
+export async function authenticate (tokens: AuthTokens, request: FastifyRequest, options: AuthOptions = {}): Promise<AuthContext> {
   const token = tokenFrom(request, options.query === true)
-  const found = await app.hr.tokens.lookup(token)
+  const found = await tokens.lookup(token)
   if (!found.ok) throw new ApiError(found.reason === 'expired' ? 'token_expired' : 'token_not_found')
   const needed = options.scope === undefined ? [] : Array.isArray(options.scope) ? options.scope : [options.scope]
   for (const s of needed) {
@@ -58,8 +63,8 @@ export async function authenticate (app: FastifyInstance, request: FastifyReques
 }
 
 /** A preHandler that authenticates with the given options. */
-export function requireAuth (app: FastifyInstance, options: AuthOptions) {
-  return async (request: FastifyRequest): Promise<void> => { await authenticate(app, request, options) }
+export function requireAuth (tokens: AuthTokens, options: AuthOptions) {
+  return async (request: FastifyRequest): Promise<void> => { await authenticate(tokens, request, options) }
 }
 
 /** The profile id of an authenticated user request (after requireAuth with user: true). */

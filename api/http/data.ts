@@ -6,40 +6,38 @@
 // (firmware-protocol/reading-contract.ts); a reading the pipeline will not
 // store for any other reason (measured_at outside the window, a deleted
 // user) is 400 `7013`, never 200.
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { guard, responseMode } from './data-auth.ts'
+import { guard, responseMode, type GuardUses } from './data-auth.ts'
 import { profileOf } from './auth.ts'
 import { isRefused } from '../pipeline/reading.ts'
 import { HEART_RATE, MEASURED_AT } from '../../firmware-protocol/reading-contract.ts'
+import type { Services } from '../services.ts'
+
+/** What the data routes use: the ingest pipeline to write, the readings store to read the latest. */
+export type DataUses = GuardUses & Pick<Services, 'pipeline' | 'readings'>
 
 const errorBody = { type: 'object', properties: { error_code: { type: 'number' }, error_message: { type: 'string' } } }
 
-export async function dataPlugin (app: FastifyInstance): Promise<void> {
+export const dataPlugin: FastifyPluginAsyncTypebox<DataUses> = async (app, uses) => {
+  const { pipeline, readings } = uses
   app.post('/api/v1/data', {
     // Token in the header or the access_token query (spec 5.2); a missing write scope is 401 (spec 7).
-    onRequest: guard(app, { scope: 'data:heart_rate:write', query: true, scopeError: { name: 'invalid_scope', status: 401 } }),
+    onRequest: guard(app, uses, { scope: 'data:heart_rate:write', query: true, scopeError: { name: 'invalid_scope', status: 401 } }),
     schema: {
-      querystring: { type: 'object', properties: { access_token: { type: 'string' } } },
-      body: {
-        type: 'object',
-        required: ['measured_at', 'data'],
-        properties: {
-          measured_at: { type: 'number', minimum: MEASURED_AT.min, maximum: MEASURED_AT.max },
-          data: {
-            type: 'object',
-            required: ['heart_rate'],
-            properties: { heart_rate: { type: 'integer', maximum: HEART_RATE.max } }
-          }
-        }
-      },
+      querystring: Type.Object({ access_token: Type.Optional(Type.String()) }),
+      body: Type.Object({
+        measured_at: Type.Number({ minimum: MEASURED_AT.min, maximum: MEASURED_AT.max }),
+        data: Type.Object({ heart_rate: Type.Integer({ maximum: HEART_RATE.max }) })
+      }),
       response: { 200: { type: 'object', additionalProperties: false, properties: {} } }
     }
   }, async request => {
-    const body = request.body as { measured_at: number, data: { heart_rate: number } }
+    const body = request.body
     let result
     try {
-      result = await app.hr.pipeline.submit({ profile_id: profileOf(request), measured_at: body.measured_at, heart_rate: body.data.heart_rate, source: 'http' })
+      result = await pipeline.submit({ profile_id: profileOf(request), measured_at: body.measured_at, heart_rate: body.data.heart_rate, source: 'http' })
     } catch (err) {
       throw new ApiError('unexpected', { cause: err })
     }
@@ -48,9 +46,9 @@ export async function dataPlugin (app: FastifyInstance): Promise<void> {
   })
 
   app.get('/api/v1/data/heart_rate/latest', {
-    onRequest: guard(app, { scope: 'data:heart_rate:read' }),
+    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
     schema: {
-      querystring: { type: 'object', properties: { response_mode: { type: 'string' } } },
+      querystring: Type.Object({ response_mode: Type.Optional(Type.String()) }),
       response: {
         200: {
           type: 'object',
@@ -61,10 +59,10 @@ export async function dataPlugin (app: FastifyInstance): Promise<void> {
       }
     }
   }, async (request, reply) => {
-    const mode = responseMode(request)
+    const mode = responseMode(request.query.response_mode)
     let latest
     try {
-      latest = await app.hr.readings.latest(profileOf(request))
+      latest = await readings.latest(profileOf(request))
     } catch (err) {
       throw new ApiError('latest_failed', { cause: err })
     }

@@ -1,8 +1,12 @@
 // GET /api/v1/features/{feature_id} (spec 4.6, 2.7). Any valid user token
 // (no particular scope; spec 5.8 leaves it open). Unknown id: 404 JSON (9404).
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
+import { Params } from './schema.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { premiumActive, type UserRecord } from '../store/users.ts'
 
@@ -19,28 +23,32 @@ export const FEATURE_RULES: Record<string, (u: UserRecord, now: number) => boole
  * feature is enabled for the token's user, by the same rule the feature-status
  * endpoint reports.
  */
-export function requireFeature (app: FastifyInstance, featureId: keyof typeof FEATURE_RULES) {
+export function requireFeature (users: Services['users'], featureId: keyof typeof FEATURE_RULES) {
   const rule = FEATURE_RULES[featureId]
   if (rule === undefined) throw new Error(`unknown feature ${featureId}`)
   return async (request: FastifyRequest): Promise<void> => {
-    const user = await app.hr.users.get(profileOf(request))
+    const user = await users.get(profileOf(request))
     if (user === undefined) throw new ApiError('token_not_found')
     if (!rule(user, Date.now())) throw new ApiError('premium_required')
   }
 }
 
-export async function featureFlagsPlugin (app: FastifyInstance): Promise<void> {
+/** What the feature status uses: the user's plan and granted features. */
+export type FeatureFlagsUses = GuardUses & Pick<Services, 'users'>
+
+export const featureFlagsPlugin: FastifyPluginAsyncTypebox<FeatureFlagsUses> = async (app, uses) => {
+  const { users } = uses
   app.get('/api/v1/features/:feature_id', {
-    onRequest: guard(app, {}),
+    onRequest: guard(app, uses, {}),
     schema: {
-      params: { type: 'object', properties: { feature_id: { type: 'string', maxLength: 100 } } },
+      params: Params({ feature_id: Type.String({ maxLength: 100 }) }),
       response: { 200: { type: 'object', additionalProperties: false, required: ['id', 'enabled'], properties: { id: { type: 'string' }, enabled: { type: 'boolean' } } } }
     }
   }, async request => {
-    const { feature_id: id } = request.params as { feature_id: string }
+    const { feature_id: id } = request.params
     const rule = Object.hasOwn(FEATURE_RULES, id) ? FEATURE_RULES[id] : undefined
     if (rule === undefined) throw new ApiError('not_found', { detail: `unknown feature ${id}` })
-    const user = await app.hr.users.get(profileOf(request))
+    const user = await users.get(profileOf(request))
     if (user === undefined) throw new ApiError('token_not_found')
     return { id, enabled: rule(user, Date.now()) }
   })

@@ -1,6 +1,9 @@
 // The feature plugins of the API, registered in this order by buildServer.
-// Each feature is one fastify plugin in its own file.
+// Each feature is one fastify plugin in its own file; buildServer registers it
+// with the services as its options, and the plugin's options type names the
+// services it uses.
 import type { FastifyPluginAsync } from 'fastify'
+import type { Services } from '../services.ts'
 import { adminPlugin } from './admin.ts'
 import { dataPlugin } from './data.ts'
 import { historyPlugin } from './history.ts'
@@ -19,7 +22,7 @@ import { adminDevicesPlugin } from './admin-devices.ts'
 import { oauthPlugin } from '../oauth/plugin.ts'
 import { webPlugin } from '../web/pages.ts'
 
-export const apiFeatures: FastifyPluginAsync[] = [
+export const apiFeatures: Array<FastifyPluginAsync<Services>> = [
   adminPlugin,
   dataPlugin,
   historyPlugin,

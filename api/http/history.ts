@@ -1,9 +1,11 @@
 // GET /api/v1/data/heart_rate/history (hr-relay extension, README "hr-relay
 // extensions"): a profile's stored readings in [from, to) (Unix ms), oldest
 // first, paged with an opaque cursor, at most MAX_RANGE_MS a request.
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { MAX_TIMESTAMP } from '../pipeline/codec.ts'
 import type { RawReading } from '../store/readings.ts'
@@ -57,13 +59,17 @@ export function historyReading (r: RawReading): HistoryReading {
   }
 }
 
-const str = { type: 'string' }
+const str = Type.Optional(Type.String())
 
-export async function historyPlugin (app: FastifyInstance): Promise<void> {
+/** What the history uses: the stored readings. */
+export type HistoryUses = GuardUses & Pick<Services, 'readings'>
+
+export const historyPlugin: FastifyPluginAsyncTypebox<HistoryUses> = async (app, uses) => {
+  const { readings } = uses
   app.get('/api/v1/data/heart_rate/history', {
-    onRequest: guard(app, { scope: 'data:heart_rate:read' }),
+    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
     schema: {
-      querystring: { type: 'object', properties: { from: str, to: str, limit: str, cursor: str } },
+      querystring: Type.Object({ from: str, to: str, limit: str, cursor: str }),
       response: {
         200: {
           type: 'object',
@@ -85,19 +91,19 @@ export async function historyPlugin (app: FastifyInstance): Promise<void> {
       }
     }
   }, async request => {
-    const q = request.query as Record<string, unknown>
+    const q = request.query
     const { from, to } = rangeOf(q)
     const limit = intParam(q, 'limit', DEFAULT_LIMIT)
     if (limit < 1 || limit > MAX_LIMIT) throw bad(`limit must be 1..${MAX_LIMIT}`)
     let start = from
     if (q.cursor !== undefined) {
-      const c = typeof q.cursor === 'string' ? decodeCursor(q.cursor) : undefined
+      const c = decodeCursor(q.cursor)
       if (c === undefined || c < from || c >= to) throw bad('cursor is not one this range returned')
       start = c + 1
     }
     let rows: RawReading[]
     try {
-      rows = await app.hr.readings.page(profileOf(request), start, to, limit + 1)
+      rows = await readings.page(profileOf(request), start, to, limit + 1)
     } catch (err) {
       throw new ApiError('processing', { cause: err })
     }

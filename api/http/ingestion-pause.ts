@@ -6,11 +6,12 @@
 // member's readings are acknowledged and withheld by the ingest pipeline's
 // `paused` step (never stored, never streamed), and room displays show the
 // member as paused. Stored on the user record (ingestion_paused).
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
 import { profileOf } from './auth.ts'
-import { announceRoomPause } from '../web/member-rooms.ts'
+import { announceRoomPause, type AnnounceUses } from '../web/member-rooms.ts'
 
 const PATH = '/api/v1/data/ingestion_pause'
 /** The longest pause with a duration: 7 days. */
@@ -23,35 +24,34 @@ const stateSchema = {
   properties: { paused: { type: 'boolean' }, until: { type: ['number', 'null'] } }
 } as const
 
-export async function ingestionPausePlugin (app: FastifyInstance): Promise<void> {
+/** What the pause uses: the account's pause, and the rooms and hub that announce it. */
+export type IngestionPauseUses = GuardUses & AnnounceUses
+
+export const ingestionPausePlugin: FastifyPluginAsyncTypebox<IngestionPauseUses> = async (app, uses) => {
+  const { users } = uses
   app.get(PATH, {
-    onRequest: guard(app, { scope: 'data:ingestion_pause:read' }),
+    onRequest: guard(app, uses, { scope: 'data:ingestion_pause:read' }),
     schema: { response: { 200: stateSchema } }
-  }, async request => app.hr.users.ingestionPause(profileOf(request)))
+  }, async request => users.ingestionPause(profileOf(request)))
 
   app.post(PATH, {
-    onRequest: guard(app, { scope: 'data:ingestion_pause:write' }),
+    onRequest: guard(app, uses, { scope: 'data:ingestion_pause:write' }),
     schema: {
-      body: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['paused'],
-        properties: { paused: { type: 'boolean' }, duration_s: { type: 'integer', minimum: 1, maximum: MAX_PAUSE_S } }
-      },
+      body: Type.Object({ paused: Type.Boolean(), duration_s: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAUSE_S })) }, { additionalProperties: false }),
       response: { 200: stateSchema }
     }
   }, async request => {
-    const body = request.body as { paused: boolean, duration_s?: number }
+    const body = request.body
     if (!body.paused && body.duration_s !== undefined) throw new ApiError('invalid_request', { detail: 'duration_s goes only with paused: true' })
     const profileId = profileOf(request)
     const now = Date.now()
-    const updated = await app.hr.users.update(profileId, u => {
+    const updated = await users.update(profileId, u => {
       if (body.paused) u.ingestion_paused = { since: now, until: body.duration_s === undefined ? null : now + body.duration_s * 1000 }
       else delete u.ingestion_paused
       return u
     })
     if (updated === undefined) throw new ApiError('token_not_found')
-    announceRoomPause(app, profileId, now)
-    return app.hr.users.ingestionPause(profileId, now)
+    announceRoomPause(uses, profileId, now)
+    return users.ingestionPause(profileId, now)
   })
 }

@@ -1,13 +1,18 @@
 // GET /api/v1/profile (spec 4.4, 2.5): the flat profile. `heart_rate` is true
 // when the user has ever had a stored reading.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 
-export async function profilePlugin (app: FastifyInstance): Promise<void> {
+/** What the profile uses: the account and whether it has a stored reading. */
+export type ProfileUses = GuardUses & Pick<Services, 'users' | 'readings'>
+
+export const profilePlugin: FastifyPluginAsync<ProfileUses> = async (app, uses) => {
+  const { users, readings } = uses
   app.get('/api/v1/profile', {
-    onRequest: guard(app, { scope: 'profile:read' }),
+    onRequest: guard(app, uses, { scope: 'profile:read' }),
     schema: {
       response: {
         200: {
@@ -20,13 +25,13 @@ export async function profilePlugin (app: FastifyInstance): Promise<void> {
     }
   }, async request => {
     const profileId = profileOf(request)
-    const user = await app.hr.users.get(profileId)
+    const user = await users.get(profileId)
     if (user === undefined) throw new ApiError('token_not_found')
     return {
       channel: user.channel,
       username: user.username,
       mobile_login: user.mobile_login,
-      heart_rate: (await app.hr.readings.latest(profileId)) !== undefined
+      heart_rate: (await readings.latest(profileId)) !== undefined
     }
   })
 }

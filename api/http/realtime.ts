@@ -4,10 +4,13 @@
 // answered with the HTTP status and JSON error body instead of an upgrade.
 // Messages: `{"measured_at": ..., "data": {"heart_rate": ...}}`, or the bare
 // number with response_mode=text_plain_only_heart_rate.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { WebSocket } from 'ws'
 import { ApiError } from '../errors.ts'
-import { guard, responseMode, type ResponseMode } from './data-auth.ts'
+import { guard, responseMode, type GuardUses, type ResponseMode } from './data-auth.ts'
+import { Params } from './schema.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { bindToToken, openStream } from './stream-socket.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
@@ -16,62 +19,81 @@ export function readingMessage (r: StoredReading, mode: ResponseMode): string {
   return mode === 'json' ? JSON.stringify({ measured_at: r.measured_at, data: { heart_rate: r.heart_rate } }) : String(r.heart_rate)
 }
 
+/**
+ * A reading's message as the bytes of its text frame, made once per reading and mode however many viewers it goes
+ * to: the hub hands every subscriber the same reading object, and a room of viewers on one profile would otherwise
+ * serialize and UTF-8-encode the same message once each.
+ */
+const frames = new WeakMap<StoredReading, Partial<Record<ResponseMode, Buffer>>>()
+export function readingFrame (r: StoredReading, mode: ResponseMode): Buffer {
+  let made = frames.get(r)
+  if (made === undefined) { made = {}; frames.set(r, made) }
+  return (made[mode] ??= Buffer.from(readingMessage(r, mode)))
+}
+
+/** What a reading stream uses: the live hub, the stream settings and the log. */
+export type StreamUses = Pick<Services, 'hub' | 'config' | 'log'>
+
 /** Streams one profile's readings to a socket until it closes. */
-export function streamProfile (app: FastifyInstance, socket: WebSocket, profileId: string, mode: ResponseMode, check?: () => boolean): ReturnType<typeof openStream> {
-  const cfg = app.hr.config.streams ?? {}
+export function streamProfile (uses: StreamUses, socket: WebSocket, profileId: string, mode: ResponseMode, check?: () => boolean): ReturnType<typeof openStream> {
+  const cfg = uses.config.streams ?? {}
   const stream = openStream(socket, {
-    log: app.hr.log,
-    counters: app.hr.hub.streams,
+    log: uses.log,
+    counters: uses.hub.streams,
     ...(cfg.pingIntervalMs === undefined ? {} : { pingIntervalMs: cfg.pingIntervalMs }),
     ...(cfg.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: cfg.maxBufferedBytes }),
     ...(check === undefined ? {} : { check })
   })
-  stream.onClose(app.hr.hub.subscribeProfile(profileId, r => { stream.send(readingMessage(r, mode)) }))
+  stream.onClose(uses.hub.subscribeProfile(profileId, r => { stream.send(readingFrame(r, mode)) }))
   return stream
 }
 
-const modeQuery = { type: 'object', properties: { response_mode: { type: 'string' }, access_token: { type: 'string' } } }
+const modeQuery = Type.Object({ response_mode: Type.Optional(Type.String()), access_token: Type.Optional(Type.String()) })
 
-export async function realtimePlugin (app: FastifyInstance): Promise<void> {
-  const auth = guard(app, { scope: 'data:heart_rate:read', query: true })
+/** What the streams use: the guard's token store and limit, the live hub and the widgets of the overlay stream. */
+export type RealtimeUses = GuardUses & StreamUses & Pick<Services, 'widgets'>
+
+export const realtimePlugin: FastifyPluginAsyncTypebox<RealtimeUses> = async (app, uses) => {
+  const { tokens, widgets } = uses
+  const auth = guard(app, uses, { scope: 'data:heart_rate:read', query: true })
   app.get('/api/v1/data/real_time', {
     websocket: true,
-    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+    // onRequest runs before the querystring is validated: responseMode checks the raw value.
+    onRequest: async (request, reply) => {
       await auth(request, reply)
-      responseMode(request)
+      responseMode(request.query.response_mode)
     },
     schema: { querystring: modeQuery }
   }, (socket, request) => {
-    const stream = streamProfile(app, socket, profileOf(request), responseMode(request))
+    const stream = streamProfile(uses, socket, profileOf(request), responseMode(request.query.response_mode))
     const auth = request.auth
     if (auth === undefined) { stream.close(1008, 'token revoked'); return }
-    bindToToken(stream, app.hr.tokens, auth.digest, auth.record.expires_at)
+    bindToToken(stream, tokens, auth.digest, auth.record.expires_at)
   })
 
   // The public overlay stream of a widget (the web pages use it). Unknown or deleted widget: 404 JSON.
   app.get('/widgets/:widget_id/stream', {
     websocket: true,
-    onRequest: async (request: FastifyRequest) => {
-      const { widget_id: id } = request.params as { widget_id: string }
-      responseMode(request)
-      if (await app.hr.widgets.get(id) === undefined) throw new ApiError('not_found', { detail: 'no such widget' })
+    onRequest: async request => {
+      responseMode(request.query.response_mode)
+      if (await widgets.get(request.params.widget_id) === undefined) throw new ApiError('not_found', { detail: 'no such widget' })
     },
-    schema: { querystring: modeQuery, params: { type: 'object', properties: { widget_id: { type: 'string', maxLength: 100 } } } }
+    schema: { querystring: modeQuery, params: Params({ widget_id: Type.String({ maxLength: 100 }) }) }
   }, async (socket, request) => {
-    const { widget_id: id } = request.params as { widget_id: string }
+    const { widget_id: id } = request.params
     // Listen for the deletion before reading the widget, so one that lands in between is not missed.
     // eslint-disable-next-line prefer-const -- the deletion listener above reads it before it is assigned
     let stream: ReturnType<typeof openStream> | undefined
     let deleted = false
-    const unlisten = app.hr.widgets.onDeleted(d => {
+    const unlisten = widgets.onDeleted(d => {
       if (d !== id) return
       deleted = true
       stream?.close(1008, 'widget deleted')
     })
     let widget
-    try { widget = await app.hr.widgets.get(id) } catch (err) { unlisten(); throw err }
+    try { widget = await widgets.get(id) } catch (err) { unlisten(); throw err }
     if (widget === undefined || deleted) { unlisten(); socket.close(1008, 'widget deleted'); return }
-    stream = streamProfile(app, socket, widget.profile_id, responseMode(request))
+    stream = streamProfile(uses, socket, widget.profile_id, responseMode(request.query.response_mode))
     stream.onClose(unlisten)
   })
 }

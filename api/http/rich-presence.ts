@@ -4,8 +4,10 @@
 // 7007 otherwise, checked before the body is read). Read answers the stored
 // configuration or the defaults; write replaces the whole object. Wrong
 // types, unknown keys and long strings are 400 code 7013 (api/store/rich-presence.ts).
-import type { FastifyInstance } from 'fastify'
-import { guard } from './data-auth.ts'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { guard, type GuardUses } from './data-auth.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { requireFeature } from './feature-flags.ts'
 import { RichPresence, RICH_PRESENCE_KEYS, RICH_PRESENCE_SCHEMA, type RichPresenceConfig } from '../store/rich-presence.ts'
@@ -22,22 +24,24 @@ const responseSchema = {
   }
 }
 
-export async function richPresencePlugin (app: FastifyInstance): Promise<void> {
-  const store = new RichPresence(app.hr.store)
+/** What rich presence uses: the store it keeps its configuration in, and the user's features. */
+export type RichPresenceUses = GuardUses & Pick<Services, 'store' | 'users'>
+
+export const richPresencePlugin: FastifyPluginAsyncTypebox<RichPresenceUses> = async (app, uses) => {
+  const store = new RichPresence(uses.store)
 
   app.get(PATH, {
-    onRequest: [guard(app, { scope: 'chatapp:rich_presence:config:read' }), requireFeature(app, FEATURE)],
+    onRequest: [guard(app, uses, { scope: 'chatapp:rich_presence:config:read' }), requireFeature(uses.users, FEATURE)],
     schema: { response: { 200: responseSchema } }
   }, async request => ({ configuration: await store.get(profileOf(request)) }))
 
   app.post(PATH, {
-    onRequest: [guard(app, { scope: 'chatapp:rich_presence:config:write' }), requireFeature(app, FEATURE)],
+    onRequest: [guard(app, uses, { scope: 'chatapp:rich_presence:config:write' }), requireFeature(uses.users, FEATURE)],
     schema: {
-      body: { type: 'object', additionalProperties: false, required: ['configuration'], properties: { configuration: RICH_PRESENCE_SCHEMA } },
+      body: Type.Object({ configuration: Type.Unsafe<Partial<RichPresenceConfig>>(RICH_PRESENCE_SCHEMA) }, { additionalProperties: false }),
       response: { 200: responseSchema }
     }
   }, async request => {
-    const { configuration } = request.body as { configuration: Partial<RichPresenceConfig> }
-    return { configuration: await store.set(profileOf(request), configuration) }
+    return { configuration: await store.set(profileOf(request), request.body.configuration) }
   })
 }

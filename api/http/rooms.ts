@@ -8,10 +8,13 @@
 // Query `kinds`: comma-separated among heart_rate, room_member_updated,
 // room_member_removed, room_updated (default heart_rate); an unknown kind is
 // 400 JSON 7013 at the handshake.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { WebSocket } from 'ws'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
+import { Params } from './schema.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { bindToToken, openStream, type Stream } from './stream-socket.ts'
 import { ROOM_KINDS, type RoomKind, type RoomMessage } from '../hub.ts'
@@ -30,24 +33,27 @@ export function parseKinds (value: unknown): Set<RoomKind> {
 
 export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string }
 
+/** What a room stream uses: the rooms, who is hidden from displays, the live hub, stream settings and the log. */
+export type RoomStreamUses = Pick<Services, 'rooms' | 'users' | 'hub' | 'config' | 'log'>
+
 /** Streams a room's messages of the selected kinds until the socket closes or access ends. */
-export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): Stream {
-  const rooms = app.hr.rooms
+export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): Stream {
+  const rooms = uses.rooms
   const allowed = (): boolean => viewer.kind === 'member' ? rooms.isMember(roomId, viewer.profileId) : rooms.displayAllowed(roomId, viewer.displayId)
-  const cfg = app.hr.config.streams ?? {}
+  const cfg = uses.config.streams ?? {}
   const stream = openStream(socket, {
-    log: app.hr.log,
-    counters: app.hr.hub.streams,
+    log: uses.log,
+    counters: uses.hub.streams,
     check: allowed,
     ...(cfg.pingIntervalMs === undefined ? {} : { pingIntervalMs: cfg.pingIntervalMs }),
     ...(cfg.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: cfg.maxBufferedBytes })
   })
-  stream.onClose(app.hr.hub.subscribeRoom(roomId, message => {
+  stream.onClose(uses.hub.subscribeRoom(roomId, message => {
     const ok = allowed()
     // A removed member still gets the message about its own removal; then the stream closes.
     const ownRemoval = message.kind === 'room_member_removed' && viewer.kind === 'member' && message.room_member_removed.profile_id === viewer.profileId
     if (ok || ownRemoval) {
-      if (kinds.has(message.kind) && !hiddenFrom(app, message, viewer)) stream.send(JSON.stringify(message))
+      if (kinds.has(message.kind) && !hiddenFrom(uses.users, message, viewer)) stream.send(JSON.stringify(message))
     }
     if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))
@@ -58,53 +64,67 @@ export function serveRoom (app: FastifyInstance, socket: WebSocket, roomId: stri
   return stream
 }
 
-/** A member hidden from room displays (README "Member pages"): their bpm never leaves the box, except on their own stream. */
-function hiddenFrom (app: FastifyInstance, message: RoomMessage, viewer: RoomViewer): boolean {
+/**
+ * A member hidden from room displays (README "Member pages"): their bpm never leaves the box, except on their own
+ * stream; nor does a reading measured while they hid that arrives after they show again (a device's backlog).
+ */
+function hiddenFrom (users: Services['users'], message: RoomMessage, viewer: RoomViewer): boolean {
   if (message.kind !== 'heart_rate') return false
   const who = message.heart_rate.profile_id
-  return app.hr.users.roomHidden(who) && !(viewer.kind === 'member' && viewer.profileId === who)
+  if (viewer.kind === 'member' && viewer.profileId === who) return false
+  if (users.roomHidden(who)) return true
+  // Only a member who hid before pays for parsing the timestamp, once per viewer.
+  const since = users.roomVisibleSince(who)
+  return since > 0 && Date.parse(message.timestamp) < since
 }
 
-/** The room id of the path; 404 JSON when there is no such room. */
-function roomIdOf (request: FastifyRequest): string {
-  const { room_id: roomId } = request.params as { room_id: string }
-  if (request.server.hr.rooms.get(roomId) === undefined) throw new ApiError('not_found', { detail: 'no such room' })
-  return roomId
-}
+const params = Params({ room_id: Type.String({ maxLength: 100 }) })
+const querystring = Type.Object({
+  kinds: Type.Optional(Type.String({ maxLength: 200 })),
+  access_token: Type.Optional(Type.String()),
+  display_id: Type.Optional(Type.String({ maxLength: 100 }))
+})
 
-const params = { type: 'object', properties: { room_id: { type: 'string', maxLength: 100 } } }
-const querystring = { type: 'object', properties: { kinds: { type: 'string', maxLength: 200 }, access_token: { type: 'string' }, display_id: { type: 'string', maxLength: 100 } } }
+/** What the room streams use (and the guard's token store and limit). */
+export type RoomsUses = GuardUses & RoomStreamUses
 
-export async function roomsPlugin (app: FastifyInstance): Promise<void> {
-  const auth = guard(app, { scope: 'data:room:read', query: true })
+export const roomsPlugin: FastifyPluginAsyncTypebox<RoomsUses> = async (app, uses) => {
+  const { rooms, tokens } = uses
+  const auth = guard(app, uses, { scope: 'data:room:read', query: true })
+  /** The room id of the path; 404 JSON when there is no such room. */
+  const roomIdOf = (roomId: string): string => {
+    if (rooms.get(roomId) === undefined) throw new ApiError('not_found', { detail: 'no such room' })
+    return roomId
+  }
 
   app.get('/api/v2/data/rooms/:room_id/real_time', {
     websocket: true,
-    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+    // onRequest runs before the querystring is validated: parseKinds checks the raw value.
+    onRequest: async (request, reply) => {
       await auth(request, reply)
-      const roomId = roomIdOf(request)
-      if (!app.hr.rooms.isMember(roomId, profileOf(request))) throw new ApiError('forbidden', { detail: 'not a member of this room' })
-      parseKinds((request.query as Record<string, unknown>).kinds)
+      const roomId = roomIdOf(request.params.room_id)
+      if (!rooms.isMember(roomId, profileOf(request))) throw new ApiError('forbidden', { detail: 'not a member of this room' })
+      parseKinds(request.query.kinds)
     },
     schema: { params, querystring }
   }, (socket, request) => {
-    const stream = serveRoom(app, socket, roomIdOf(request), parseKinds((request.query as Record<string, unknown>).kinds), { kind: 'member', profileId: profileOf(request) })
+    const stream = serveRoom(uses, socket, roomIdOf(request.params.room_id), parseKinds(request.query.kinds), { kind: 'member', profileId: profileOf(request) })
     const auth = request.auth
     if (auth === undefined) { stream.close(1008, 'token revoked'); return }
-    bindToToken(stream, app.hr.tokens, auth.digest, auth.record.expires_at)
+    bindToToken(stream, tokens, auth.digest, auth.record.expires_at)
   })
 
   app.get('/rooms/:room_id/stream', {
     websocket: true,
-    onRequest: async (request: FastifyRequest) => {
-      const roomId = roomIdOf(request)
-      const displayId = (request.query as Record<string, unknown>).display_id
-      if (typeof displayId !== 'string' || !app.hr.rooms.displayAllowed(roomId, displayId)) throw new ApiError('forbidden', { detail: 'display_id missing or revoked' })
-      parseKinds((request.query as Record<string, unknown>).kinds)
+    onRequest: async request => {
+      const roomId = roomIdOf(request.params.room_id)
+      const displayId: unknown = request.query.display_id
+      if (typeof displayId !== 'string' || !rooms.displayAllowed(roomId, displayId)) throw new ApiError('forbidden', { detail: 'display_id missing or revoked' })
+      parseKinds(request.query.kinds)
     },
     schema: { params, querystring }
   }, (socket, request) => {
-    const q = request.query as Record<string, string>
-    serveRoom(app, socket, roomIdOf(request), parseKinds(q.kinds), { kind: 'display', displayId: q.display_id ?? '' })
+    const q = request.query
+    serveRoom(uses, socket, roomIdOf(request.params.room_id), parseKinds(q.kinds), { kind: 'display', displayId: q.display_id ?? '' })
   })
 }

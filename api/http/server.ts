@@ -14,8 +14,11 @@ import './types.ts'
 export interface ServerOptions {
   /** Largest request body accepted (bytes). */
   bodyLimit?: number
-  /** Feature plugins, registered in order after the shared ones. */
-  features: FastifyPluginAsync[]
+  /**
+   * Feature plugins, registered in order after the shared ones, each with the services as its options:
+   * a feature's options type names the services it uses.
+   */
+  features: Array<FastifyPluginAsync<Services>>
   /** Serve /admin and /operator to non-loopback peers too (http.admin_remote). Default false. */
   adminRemote?: boolean
   /** http.headers_timeout_ms, request_timeout_ms, keep_alive_timeout_ms. */
@@ -80,7 +83,6 @@ export async function buildServer (services: Services, options: ServerOptions): 
       void (reply as FastifyReply).code(e.status).type('application/json; charset=utf-8').send(e.body())
     }
   })
-  app.decorate('hr', services)
   // Request logging is off, so a child logger per request (pino bindings for a request id) is work for nothing.
   app.setChildLoggerFactory(logger => logger)
 
@@ -151,6 +153,6 @@ export async function buildServer (services: Services, options: ServerOptions): 
     sources: services.health()
   }))
 
-  for (const feature of options.features) await app.register(feature)
+  for (const feature of options.features) await app.register(feature, services)
   return app
 }

@@ -1,9 +1,13 @@
 // GET /api/v1/data/sessions and GET /api/v1/data/sessions/{id}/export
 // (hr-relay extensions, README "hr-relay extensions"). Definitions of a
 // session, its zones and HRV: api/sessions.ts; store reads: api/session-reads.ts.
-import type { FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyReply } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
+import { Params } from './schema.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { rangeOf } from './history.ts'
 import { listSessions, loadSession, sessionOptions, type SessionOptions } from '../session-reads.ts'
@@ -19,25 +23,28 @@ export const EXPORT_FORMATS = {
 } as const
 export type ExportFormat = keyof typeof EXPORT_FORMATS
 
+/** What reading sessions takes: the stored readings, the user's body and maximum heart rate, and the session gap. */
+export type SessionUses = Pick<Services, 'users' | 'config' | 'readings'>
+
 /** Session options of a profile from the service's configuration and the user's body and maximum heart rate. */
-export async function optionsFor (app: FastifyInstance, profileId: string): Promise<SessionOptions> {
-  const user = await app.hr.users.get(profileId)
-  return sessionOptions(user, app.hr.config.data.sessionGapSeconds * 1000, app.hr.readings.gapMs)
+export async function optionsFor (uses: SessionUses, profileId: string): Promise<SessionOptions> {
+  const user = await uses.users.get(profileId)
+  return sessionOptions(user, uses.config.data.sessionGapSeconds * 1000, uses.readings.gapMs)
 }
 
-export async function sessionsOfProfile (app: FastifyInstance, profileId: string, from: number, to: number): Promise<SessionSummary[]> {
-  return await listSessions(app.hr.readings, profileId, from, to, await optionsFor(app, profileId))
+export async function sessionsOfProfile (uses: SessionUses, profileId: string, from: number, to: number): Promise<SessionSummary[]> {
+  return await listSessions(uses.readings, profileId, from, to, await optionsFor(uses, profileId))
 }
 
 /** Sends one session in a format; 400 for an unknown format, 404 for an unknown session (shared with the member page). */
-export async function sendExport (app: FastifyInstance, reply: FastifyReply, profileId: string, id: string, format: unknown): Promise<FastifyReply> {
+export async function sendExport (uses: SessionUses, reply: FastifyReply, profileId: string, id: string, format: unknown): Promise<FastifyReply> {
   if (typeof format !== 'string' || !Object.hasOwn(EXPORT_FORMATS, format)) throw new ApiError('invalid_request', { detail: 'format must be csv, tcx or fit' })
   const f = EXPORT_FORMATS[format as ExportFormat]
-  const o = await optionsFor(app, profileId)
-  const readings = await loadSession(app.hr.readings, profileId, id, o.sessionGapMs)
+  const o = await optionsFor(uses, profileId)
+  const readings = await loadSession(uses.readings, profileId, id, o.sessionGapMs)
   if (readings === undefined) throw new ApiError('not_found', { detail: 'no session with this id' })
   const summary = summarise(readings, o)
-  const body = format === 'csv' ? sessionCsv(readings) : format === 'tcx' ? sessionTcx(summary, readings) : Buffer.from(sessionFit(summary, readings))
+  const body = format === 'csv' ? sessionCsv(readings) : format === 'tcx' ? sessionTcx(summary, readings) : Buffer.from(await sessionFit(summary, readings))
   return await reply
     .header('content-type', f.type)
     .header('content-disposition', `attachment; filename="hr-relay-session-${summary.id}.${f.ext}"`)
@@ -70,23 +77,22 @@ export const SESSION_SCHEMA = {
   }
 } as const
 
-export async function sessionsPlugin (app: FastifyInstance): Promise<void> {
+export const sessionsPlugin: FastifyPluginAsyncTypebox<GuardUses & SessionUses> = async (app, uses) => {
   app.get('/api/v1/data/sessions', {
-    onRequest: guard(app, { scope: 'data:heart_rate:read' }),
+    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
     schema: {
-      querystring: { type: 'object', properties: { from: { type: 'string' }, to: { type: 'string' } } },
+      querystring: Type.Object({ from: Type.Optional(Type.String()), to: Type.Optional(Type.String()) }),
       response: { 200: { type: 'object', additionalProperties: false, required: ['sessions'], properties: { sessions: { type: 'array', items: SESSION_SCHEMA } } } }
     }
   }, async request => {
     const { from, to } = rangeOf(request.query)
-    return { sessions: await sessionsOfProfile(app, profileOf(request), from, to) }
+    return { sessions: await sessionsOfProfile(uses, profileOf(request), from, to) }
   })
 
   app.get('/api/v1/data/sessions/:id/export', {
-    onRequest: guard(app, { scope: 'data:heart_rate:read' }),
-    schema: { querystring: { type: 'object', properties: { format: { type: 'string' } } } }
+    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
+    schema: { params: Params({ id: Type.String() }), querystring: Type.Object({ format: Type.Optional(Type.String()) }) }
   }, async (request, reply) => {
-    const { id } = request.params as { id: string }
-    return await sendExport(app, reply, profileOf(request), id, (request.query as { format?: unknown }).format)
+    return await sendExport(uses, reply, profileOf(request), request.params.id, request.query.format)
   })
 }

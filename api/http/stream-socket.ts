@@ -14,7 +14,7 @@
 import type { WebSocket } from 'ws'
 import type { Logger } from 'pino'
 import type { StreamCounters } from '../hub.ts'
-import type { Tokens } from '../store/tokens.ts'
+import type { TokenStore } from '../store/types.ts'
 import { watchAccessToken } from '../store/token-watch.ts'
 
 export const DEFAULT_PING_MS = 30_000
@@ -29,8 +29,8 @@ export interface StreamOptions {
 }
 
 export interface Stream {
-  /** Sends one message; false when the stream is closed or closing. */
-  send (text: string): boolean
+  /** Sends one text message (a string, or its UTF-8 bytes made once for many streams); false when the stream is closed or closing. */
+  send (text: string | Buffer): boolean
   close (code: number, reason: string): void
   /** Runs fn once when the socket closes (unsubscribe from the hub here). */
   onClose (fn: () => void): void
@@ -86,7 +86,7 @@ export function openStream (socket: WebSocket, options: StreamOptions = {}): Str
   socket.on('message', () => {})
 
   return {
-    send (text: string): boolean {
+    send (text: string | Buffer): boolean {
       if (closed || socket.readyState !== socket.OPEN) return false
       const buffered = socket.bufferedAmount
       if (buffered > maxBuffered) {
@@ -95,7 +95,8 @@ export function openStream (socket: WebSocket, options: StreamOptions = {}): Str
         close(1013, 'client too slow')
         return false
       }
-      socket.send(text)
+      // Bytes go out as a text frame too (ws would otherwise send a Buffer as binary).
+      socket.send(text, { binary: false })
       return true
     },
     close,
@@ -107,7 +108,7 @@ export function openStream (socket: WebSocket, options: StreamOptions = {}): Str
 }
 
 /** Closes the stream with 1008 when the access token it was opened with is revoked or expires. */
-export function bindToToken (stream: Stream, tokens: Tokens, accessDigest: string, expiresAt: number): void {
+export function bindToToken (stream: Stream, tokens: TokenStore, accessDigest: string, expiresAt: number): void {
   stream.onClose(watchAccessToken(tokens, accessDigest, expiresAt, why => {
     stream.close(1008, why === 'expired' ? 'token expired' : 'token revoked')
   }))

@@ -1,9 +1,12 @@
 // Widgets (spec 4.3): create, list, update, plus DELETE (hr-relay's addition:
 // revokes the widget and its public overlay stream /widgets/<id>/stream).
 // Only the basic bpm widget's meta id is supported; anything else is 400 7014.
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
-import { guard } from './data-auth.ts'
+import { guard, type GuardUses } from './data-auth.ts'
+import { Params } from './schema.ts'
+import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { SUPPORTED_META_IDS, TooManyWidgetsError, publicWidget } from '../store/widgets.ts'
 
@@ -14,29 +17,29 @@ const widgetSchema = {
   properties: { id: { type: 'string' }, meta_id: { type: 'string' }, name: { type: 'string' }, configuration: {}, premium: { type: 'boolean' } }
 }
 const one = { type: 'object', additionalProperties: false, required: ['widget'], properties: { widget: widgetSchema } }
-const params = { type: 'object', properties: { widget_id: { type: 'string', maxLength: 100 } } }
+const params = Params({ widget_id: Type.String({ maxLength: 100 }) })
 // configuration: any JSON value (the body is JSON, so it is valid JSON); null is refused.
-const configuration = { anyOf: [{ type: 'object' }, { type: 'array' }, { type: 'string' }, { type: 'number' }, { type: 'boolean' }] }
+const configuration = Type.Unsafe<unknown>({ anyOf: [{ type: 'object' }, { type: 'array' }, { type: 'string' }, { type: 'number' }, { type: 'boolean' }] })
+const name = Type.String({ minLength: 1, maxLength: 200 })
 
-export async function widgetsPlugin (app: FastifyInstance): Promise<void> {
-  const update = guard(app, { scope: 'widgets:update' })
+/** What the widget routes use: the widget store (and the guard's token store and rate limit). */
+export type WidgetsUses = GuardUses & Pick<Services, 'widgets'>
+
+export const widgetsPlugin: FastifyPluginAsyncTypebox<WidgetsUses> = async (app, uses) => {
+  const { widgets } = uses
+  const update = guard(app, uses, { scope: 'widgets:update' })
 
   app.post('/api/v1/widgets', {
     onRequest: update,
     schema: {
-      body: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['configuration', 'name', 'meta_id'],
-        properties: { configuration, name: { type: 'string', minLength: 1, maxLength: 200 }, meta_id: { type: 'string', maxLength: 100 } }
-      },
+      body: Type.Object({ configuration, name, meta_id: Type.String({ maxLength: 100 }) }, { additionalProperties: false }),
       response: { 200: one }
     }
   }, async request => {
-    const body = request.body as { configuration: unknown, name: string, meta_id: string }
+    const body = request.body
     if (!SUPPORTED_META_IDS.has(body.meta_id)) throw new ApiError('not_supported_meta_id')
     try {
-      return { widget: publicWidget(await app.hr.widgets.create(profileOf(request), body)) }
+      return { widget: publicWidget(await widgets.create(profileOf(request), body)) }
     } catch (err) {
       if (err instanceof TooManyWidgetsError) throw new ApiError('conflict', { detail: err.message })
       throw err
@@ -44,21 +47,19 @@ export async function widgetsPlugin (app: FastifyInstance): Promise<void> {
   })
 
   app.get('/api/v1/widgets', {
-    onRequest: guard(app, { scope: 'widgets:read' }),
+    onRequest: guard(app, uses, { scope: 'widgets:read' }),
     schema: { response: { 200: { type: 'object', additionalProperties: false, required: ['widgets'], properties: { widgets: { type: 'array', items: widgetSchema } } } } }
-  }, async request => ({ widgets: (await app.hr.widgets.list(profileOf(request))).map(publicWidget) }))
+  }, async request => ({ widgets: (await widgets.list(profileOf(request))).map(publicWidget) }))
 
   app.post('/api/v1/widgets/:widget_id', {
     onRequest: update,
     schema: {
       params,
-      body: { type: 'object', additionalProperties: false, required: ['configuration'], properties: { configuration, name: { type: 'string', minLength: 1, maxLength: 200 } } },
+      body: Type.Object({ configuration, name: Type.Optional(name) }, { additionalProperties: false }),
       response: { 200: one }
     }
   }, async request => {
-    const { widget_id: id } = request.params as { widget_id: string }
-    const body = request.body as { configuration: unknown, name?: string }
-    const w = await app.hr.widgets.update(profileOf(request), id, body)
+    const w = await widgets.update(profileOf(request), request.params.widget_id, request.body)
     if (w === undefined) throw new ApiError('not_found', { detail: 'no such widget' })
     return { widget: publicWidget(w) }
   })
@@ -67,8 +68,8 @@ export async function widgetsPlugin (app: FastifyInstance): Promise<void> {
     onRequest: update,
     schema: { params, response: { 200: { type: 'object', additionalProperties: false, properties: { id: { type: 'string' }, deleted: { type: 'boolean' } } } } }
   }, async request => {
-    const { widget_id: id } = request.params as { widget_id: string }
-    if (!await app.hr.widgets.delete(profileOf(request), id)) throw new ApiError('not_found', { detail: 'no such widget' })
+    const { widget_id: id } = request.params
+    if (!await widgets.delete(profileOf(request), id)) throw new ApiError('not_found', { detail: 'no such widget' })
     return { id, deleted: true }
   })
 }

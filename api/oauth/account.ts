@@ -53,8 +53,8 @@ export function accountRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const chosen = form.all('scope')
     const scopes = chosen.length === 0 ? null : parseScopes(chosen.join(' '))
     if (scopes === null || scopes.includes('profile:create')) return await sendPage(reply, 400, 'Create an access token', tokenForm(who.session.csrf, 'Choose at least one of the listed scopes.'))
-    const lifetime = ctx.app.hr.config.lifetimes.manual
-    const issued = await ctx.app.hr.tokens.issue({ client_id: MANUAL_CLIENT_ID, profile_id: who.user.profile_id, scopes, flow: 'manual', expires_in: lifetime })
+    const lifetime = ctx.config.lifetimes.manual
+    const issued = await ctx.tokens.issue({ client_id: MANUAL_CLIENT_ID, profile_id: who.user.profile_id, scopes, flow: 'manual', expires_in: lifetime })
     ctx.log.info({ profile_id: who.user.profile_id }, 'manual token created')
     return await sendPage(reply, 201, 'Your access token', tokenBody('access token', issued.access_token, [['Scopes', issued.scope], ['Expires in', `${issued.expires_in} seconds`]]) + '<p><a href="/account">Back to your account</a></p>')
   })
@@ -62,10 +62,10 @@ export function accountRoutes (app: FastifyInstance, ctx: OAuthContext): void {
   app.get('/account/apps', async (request, reply) => {
     const who = await signedIn(ctx, request, reply, '/account/apps')
     if (who === null) return reply
-    const ids = await ctx.app.hr.tokens.grantedClients(who.user.profile_id)
+    const ids = await ctx.tokens.grantedClients(who.user.profile_id)
     const rows: string[] = []
     for (const id of ids) {
-      const name = id === MANUAL_CLIENT_ID ? 'Manual tokens' : (await ctx.app.hr.clients.get(id))?.name ?? id
+      const name = id === MANUAL_CLIENT_ID ? 'Manual tokens' : (await ctx.clients.get(id))?.name ?? id
       rows.push(`<li><strong>${esc(name)}</strong>
 <form method="post" action="/account/apps/disconnect" style="display:inline">${hidden('csrf', who.session.csrf)}${hidden('client_id', id)}<button type="submit" aria-label="Disconnect ${esc(name)}">Disconnect</button></form></li>`)
     }
@@ -82,7 +82,7 @@ export function accountRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     let clientId: string | undefined
     try { clientId = form.get('client_id') } catch { clientId = undefined }
     if (clientId === undefined || clientId === '' || clientId.length > 200) return await errorPage(reply, 400, 'Bad request', 'No app was named.')
-    const revoked = await ctx.app.hr.tokens.revokeGrant(who.user.profile_id, clientId)
+    const revoked = await ctx.tokens.revokeGrant(who.user.profile_id, clientId)
     ctx.log.info({ profile_id: who.user.profile_id, client_id: clientId, revoked }, 'app disconnected')
     return await reply.redirect('/account/apps', 303)
   })

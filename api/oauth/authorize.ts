@@ -39,7 +39,7 @@ export async function checkAuthorize (ctx: OAuthContext, form: FormParams): Prom
   if (form.error !== null) return { ok: false, page: { status: 400, title: 'Bad request', message: `The request could not be read: ${form.error}.` } }
   const clientId = one(form, 'client_id')
   if (clientId.repeated || clientId.value === undefined || clientId.value === '') return { ok: false, page: { status: 400, title: 'Unknown application', message: 'The request names no application (client_id is missing or repeated).' } }
-  const client = await ctx.app.hr.clients.get(clientId.value)
+  const client = await ctx.clients.get(clientId.value)
   if (client === undefined) return { ok: false, page: { status: 400, title: 'Unknown application', message: 'No application with this client_id is registered here.' } }
   const redirect = one(form, 'redirect_uri')
   if (redirect.repeated || redirect.value === undefined || !redirectUriAllowed(client, redirect.value)) {
@@ -139,14 +139,14 @@ export function authorizeRoutes (app: FastifyInstance, ctx: OAuthContext): void 
       if (req.web_page) return await errorPage(reply, 403, 'Access denied', `You did not allow ${req.client.name} to access your account.`)
       return await reply.redirect(withParams(req.redirect_uri, { error: 'access_denied', error_description: 'the user denied access', state: req.state }, fragment), 303)
     }
-    const lifetimes = ctx.app.hr.config.lifetimes
+    const lifetimes = ctx.config.lifetimes
     if (req.response_type === 'code') {
       const code = await ctx.state.createCode({ client_id: req.client.client_id, redirect_uri: req.redirect_uri, profile_id: who.user.profile_id, scopes: req.scopes, code_challenge: req.code_challenge }, lifetimes.code)
       ctx.log.info({ client_id: req.client.client_id, profile_id: who.user.profile_id }, 'authorization code issued')
       if (req.web_page) return await sendPage(reply, 200, 'Authorization code', tokenBody('authorization code', code, [['Application', req.client.name], ['Valid for', `${Math.min(lifetimes.code, 600)} seconds, once`], ['State', req.state]]))
       return await reply.header('cache-control', 'no-store').redirect(withParams(req.redirect_uri, { code, state: req.state }, false), 303)
     }
-    const issued = await ctx.app.hr.tokens.issue({ client_id: req.client.client_id, profile_id: who.user.profile_id, scopes: req.scopes, flow: 'implicit', expires_in: lifetimes.implicit })
+    const issued = await ctx.tokens.issue({ client_id: req.client.client_id, profile_id: who.user.profile_id, scopes: req.scopes, flow: 'implicit', expires_in: lifetimes.implicit })
     ctx.log.info({ client_id: req.client.client_id, profile_id: who.user.profile_id }, 'implicit token issued')
     if (req.web_page) return await sendPage(reply, 200, 'Your access token', tokenBody('access token', issued.access_token, [['Application', req.client.name], ['Scopes', issued.scope], ['Expires in', `${issued.expires_in} seconds`], ['State', req.state]]))
     return await reply.header('cache-control', 'no-store').redirect(withParams(req.redirect_uri, { access_token: issued.access_token, token_type: 'bearer', expires_in: String(issued.expires_in), scope: issued.scope, state: req.state }, true), 303)

@@ -2,10 +2,11 @@
 // with the form-urlencoded id and secret, or client_id/client_secret in the
 // body, never both. Failures are invalid_client (401), with
 // `WWW-Authenticate: Basic` when the client tried Basic.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { OAuthError } from '../errors.ts'
 import type { ClientRecord } from '../store/clients.ts'
 import type { FormParams } from './form.ts'
+import type { Services } from '../services.ts'
 
 export const BASIC_CHALLENGE = 'Basic realm="hr-relay", charset="UTF-8"'
 
@@ -54,14 +55,14 @@ export function presentedClient (request: FastifyRequest, form: FormParams): Pre
  * `requireSecret` (the code, refresh and client-credentials grants). A public
  * client (no secret) is identified by its id alone.
  */
-export async function authenticateClient (app: FastifyInstance, request: FastifyRequest, form: FormParams, requireSecret: boolean): Promise<AuthenticatedClient> {
+export async function authenticateClient (clients: Services['clients'], request: FastifyRequest, form: FormParams, requireSecret: boolean): Promise<AuthenticatedClient> {
   const p = presentedClient(request, form)
   if (p.secret !== undefined) {
-    const client = await app.hr.clients.authenticate(p.id, p.secret)
+    const client = await clients.authenticate(p.id, p.secret)
     if (client === undefined) throw invalidClient(p.basic, 'client authentication failed')
     return { client, authenticated: true, basic: p.basic }
   }
-  const client = await app.hr.clients.get(p.id)
+  const client = await clients.get(p.id)
   if (client === undefined) throw invalidClient(p.basic, 'unknown client')
   if (requireSecret && client.secret_hash !== null) throw invalidClient(p.basic, 'client authentication is required (client_secret or HTTP Basic)')
   return { client, authenticated: false, basic: p.basic }

@@ -4,6 +4,7 @@
 // code or session runs under an in-process lock for that key, so two
 // concurrent exchanges of one code cannot both succeed.
 import { randomInt } from 'node:crypto'
+import type { Logger } from 'pino'
 import type { BatchOp, Store, Sub } from '../store/db.ts'
 import { digest, newId, newSecret } from '../store/secrets.ts'
 import { KeyedLock } from '../store/lock.ts'
@@ -70,13 +71,13 @@ export class OAuthState {
   readonly lock = new KeyedLock()
   private lastPrune = 0
 
-  constructor (readonly store: Store) {
+  /** `log` receives a warning when a background prune fails (nothing else is logged here). */
+  constructor (readonly store: Store, private readonly log?: Logger) {
     this.codes = store.sub<CodeRecord>('oauth_codes')
     this.devices = store.sub<DeviceRecord>('device_sessions')
     this.userCodes = store.sub<string>('device_user_codes')
   }
 
-  /** Stores a new authorization code and returns it (the only time it exists in clear). */
   /**
    * Deletes codes and device sessions that ended more than `graceMs` ago
    * (used codes are kept that long so a late reuse still revokes its tokens).
@@ -98,9 +99,10 @@ export class OAuthState {
   private maybePrune (now: number): void {
     if (now - this.lastPrune < 3_600_000) return
     this.lastPrune = now
-    this.prune(now).catch(() => undefined)
+    this.prune(now).catch((err: unknown) => { this.log?.warn({ err }, 'pruning expired OAuth codes and device sessions failed; retried in an hour') })
   }
 
+  /** Stores a new authorization code and returns it (the only time it exists in clear). */
   async createCode (input: Omit<CodeRecord, 'family' | 'created_at' | 'expires_at' | 'used_at'>, ttlSeconds: number, now = Date.now()): Promise<string> {
     this.maybePrune(now)
     const code = newSecret(32)

@@ -1,7 +1,7 @@
 // What the OAuth route modules share: the code and device-session store, the
 // sign-in sessions, the attempt limiters, and the helpers pages use to
 // require a signed-in user and a valid anti-CSRF token.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { UserRecord } from '../store/users.ts'
 import { OAuthState } from './codes.ts'
@@ -9,12 +9,15 @@ import { FormParams } from './form.ts'
 import { errorPage } from './pages.ts'
 import { AttemptLimiter } from './rate-limit.ts'
 import { Sessions, sharedSessions, type Session } from './session.ts'
+import type { Services } from '../services.ts'
 
 /** Client id recorded on tokens made on the manual-token page. */
 export const MANUAL_CLIENT_ID = 'hr-relay-manual'
 
-export interface OAuthContext {
-  app: FastifyInstance
+/** What the OAuth feature uses: accounts, clients, tokens, the store of codes and device sessions, lifetimes, the log. */
+export type OAuthUses = Pick<Services, 'store' | 'users' | 'clients' | 'tokens' | 'config' | 'log'>
+
+export interface OAuthContext extends Pick<OAuthUses, 'users' | 'clients' | 'tokens' | 'config'> {
   state: OAuthState
   sessions: Sessions
   /** Wrong codes at /device: 5 per session and per address per minute. */
@@ -24,14 +27,17 @@ export interface OAuthContext {
   log: Logger
 }
 
-export function createContext (app: FastifyInstance): OAuthContext {
+export function createContext (uses: OAuthUses): OAuthContext {
   return {
-    app,
-    state: new OAuthState(app.hr.store),
-    sessions: sharedSessions(app.hr, { secure: app.hr.config.publicUrl.startsWith('https:') }),
+    users: uses.users,
+    clients: uses.clients,
+    tokens: uses.tokens,
+    config: uses.config,
+    state: new OAuthState(uses.store, uses.log.child({ component: 'oauth' })),
+    sessions: sharedSessions(uses.config, { secure: uses.config.publicUrl.startsWith('https:') }),
     deviceAttempts: new AttemptLimiter(5, 60_000),
     signInAttempts: new AttemptLimiter(10, 60_000),
-    log: app.hr.log.child({ component: 'oauth' })
+    log: uses.log.child({ component: 'oauth' })
   }
 }
 
@@ -57,7 +63,7 @@ export interface SignedIn { session: Session, user: UserRecord }
 export async function signedIn (ctx: OAuthContext, request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<SignedIn | null> {
   const session = ctx.sessions.find(request)
   if (session?.profile_id != null) {
-    const user = await ctx.app.hr.users.get(session.profile_id)
+    const user = await ctx.users.get(session.profile_id)
     if (user !== undefined) return { session, user }
   }
   await redirectToSignIn(reply, returnTo)

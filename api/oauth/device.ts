@@ -32,14 +32,14 @@ export function deviceRoutes (app: FastifyInstance, ctx: OAuthContext): void {
   app.post('/oauth2/device_authorization', { schema: { response: { 200: deviceResponse } } }, async (request, reply) => {
     const form = formOf(request)
     const scopeText = form.need('scope')
-    const { client } = await authenticateClient(ctx.app, request, form, false)
+    const { client } = await authenticateClient(ctx.clients, request, form, false)
     const scopes = parseScopes(scopeText)
     if (scopes === null) throw new OAuthError('invalid_scope', 'unknown scope requested')
     if (scopes.includes('profile:create')) throw new OAuthError('invalid_scope', 'profile:create is only available to the client credentials grant')
-    const { device_session: ttl, device_interval: interval } = ctx.app.hr.config.lifetimes
+    const { device_session: ttl, device_interval: interval } = ctx.config.lifetimes
     const { device_code: deviceCode, user_code: userCode } = await ctx.state.createDevice({ client_id: client.client_id, scopes }, ttl, interval)
     const shown = formatUserCode(userCode)
-    const base = `${ctx.app.hr.config.publicUrl.replace(/\/+$/, '')}/device`
+    const base = `${ctx.config.publicUrl.replace(/\/+$/, '')}/device`
     ctx.log.info({ client_id: client.client_id }, 'device authorization session started')
     return await reply.headers({ 'cache-control': 'no-store', pragma: 'no-cache' }).send({
       device_code: deviceCode,
@@ -76,7 +76,7 @@ export function deviceRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const values = form.all('user_code')
     const code = values.length === 1 ? normalizeUserCode(values[0] ?? '') : null
     const found = code === null ? undefined : await ctx.state.deviceByUserCode(code)
-    const client = found === undefined || !live(found.rec) ? undefined : await ctx.app.hr.clients.get(found.rec.client_id)
+    const client = found === undefined || !live(found.rec) ? undefined : await ctx.clients.get(found.rec.client_id)
     if (code === null || found === undefined || client === undefined) {
       return await sendPage(reply, 400, 'Connect a device', deviceBody(who.session.csrf, '', 'That code is not valid or has expired. Check the code on your device.'))
     }

@@ -31,7 +31,7 @@ async function revokingClient (ctx: OAuthContext, request: FastifyRequest, form:
   const header = request.headers.authorization
   const names = (typeof header === 'string' && header.length > 0) || form.get('client_id') !== undefined || form.get('client_secret') !== undefined
   if (!names) return null
-  return (await authenticateClient(ctx.app, request, form, true)).client
+  return (await authenticateClient(ctx.clients, request, form, true)).client
 }
 
 /**
@@ -45,7 +45,7 @@ async function revokingClient (ctx: OAuthContext, request: FastifyRequest, form:
 async function mayRevoke (ctx: OAuthContext, client: ClientRecord | null, owner: { kind: 'access' | 'refresh', client_id: string }): Promise<boolean> {
   if (client !== null) return owner.client_id === client.client_id
   if (owner.kind === 'access') return true
-  const issuedTo = await ctx.app.hr.clients.get(owner.client_id)
+  const issuedTo = await ctx.clients.get(owner.client_id)
   return issuedTo !== undefined && issuedTo.secret_hash === null
 }
 
@@ -54,12 +54,12 @@ export function revokeValidateRoutes (app: FastifyInstance, ctx: OAuthContext): 
     const form = formOf(request)
     const token = form.need('token')
     const client = await revokingClient(ctx, request, form)
-    const owner = await ctx.app.hr.tokens.owner(token)
+    const owner = await ctx.tokens.owner(token)
     // RFC 7009 2.2: 200 whether or not the token was known or revoked (no oracle for valid
     // tokens); a token of another client is left alone (2.1).
     if (owner !== undefined) {
       if (await mayRevoke(ctx, client, owner)) {
-        if (await ctx.app.hr.tokens.revoke(token)) ctx.log.info({ client_id: owner.client_id, kind: owner.kind }, 'token revoked')
+        if (await ctx.tokens.revoke(token)) ctx.log.info({ client_id: owner.client_id, kind: owner.kind }, 'token revoked')
       } else {
         ctx.log.info({ client_id: client?.client_id ?? null, owner: owner.client_id, kind: owner.kind }, 'revocation refused: not this client\'s token')
       }
@@ -68,7 +68,7 @@ export function revokeValidateRoutes (app: FastifyInstance, ctx: OAuthContext): 
   })
 
   app.get('/api/v1/token/validate', { schema: { response: { 200: validateResponse } } }, async (request, reply) => {
-    const auth = await authenticate(ctx.app, request)
+    const auth = await authenticate(ctx.tokens, request)
     const r = auth.record
     return await reply.header('cache-control', 'no-store').send({
       token: auth.token,

@@ -97,6 +97,7 @@ const shared = new WeakMap<object, Sessions>()
  * The one Sessions of a server, keyed by its services object, so the OAuth
  * pages and the web pages (api/web/) see the same sign-in (added for issue 6).
  */
+/** The sessions of one service instance, keyed by an object of it that every feature shares (its ApiConfig). */
 export function sharedSessions (owner: object, options: SessionOptions = {}): Sessions {
   let s = shared.get(owner)
   if (s === undefined) { s = new Sessions(options); shared.set(owner, s) }

@@ -37,7 +37,7 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
       return await errorPage(reply, 429, 'Too many attempts', 'Too many failed sign-in attempts. Wait a minute and try again.')
     }
     const user = username.length > 0 && username.length <= 100 && password.length > 0 && password.length <= 1024
-      ? await ctx.app.hr.users.authenticate(username, password)
+      ? await ctx.users.authenticate(username, password)
       : undefined
     if (user === undefined) {
       ctx.log.info({ ip: request.ip }, 'sign-in failed')

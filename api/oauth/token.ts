@@ -40,7 +40,7 @@ const authorizationCode: Grant = async (ctx, request, form) => {
   const code = form.need('code')
   const redirectUri = form.need('redirect_uri')
   const verifier = form.get('code_verifier')
-  const { client } = await authenticateClient(ctx.app, request, form, true)
+  const { client } = await authenticateClient(ctx.clients, request, form, true)
   const key = digest(code)
   return await ctx.state.lock.run(`code:${key}`, async () => {
     const rec = await ctx.state.getCode(key)
@@ -48,7 +48,7 @@ const authorizationCode: Grant = async (ctx, request, form) => {
     if (rec === undefined) throw invalidGrant('unknown authorization code')
     if (rec.used_at !== null) {
       // RFC 6749 4.1.2: a second use revokes every token issued from the code.
-      const n = await ctx.app.hr.tokens.revokeFamily(rec.family)
+      const n = await ctx.tokens.revokeFamily(rec.family)
       ctx.log.warn({ client_id: rec.client_id, profile_id: rec.profile_id, revoked: n }, 'authorization code reused; tokens of this grant revoked')
       throw invalidGrant('authorization code was already used')
     }
@@ -56,9 +56,9 @@ const authorizationCode: Grant = async (ctx, request, form) => {
     if (rec.client_id !== client.client_id) throw invalidGrant('authorization code was issued to another client')
     if (rec.redirect_uri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request')
     pkceOk(rec.code_challenge, verifier)
-    const lifetimes = ctx.app.hr.config.lifetimes
+    const lifetimes = ctx.config.lifetimes
     const ops: BatchOp[] = [ctx.state.consumeOp(key, rec, now)]
-    const issued = ctx.app.hr.tokens.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'authorization_code', expires_in: lifetimes.authorization_code, refresh_expires_in: lifetimes.refresh_token, family: rec.family }, ops, now)
+    const issued = ctx.tokens.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'authorization_code', expires_in: lifetimes.authorization_code, refresh_expires_in: lifetimes.refresh_token, family: rec.family }, ops, now)
     await ctx.state.store.batch(ops, { sync: true })
     ctx.log.info({ client_id: rec.client_id, profile_id: rec.profile_id }, 'authorization code exchanged')
     return issued
@@ -70,10 +70,10 @@ const refreshToken: Grant = async (ctx, request, form) => {
   const scopeText = form.get('scope')
   // RFC 6749 6: a scope may be given; hr-relay keeps the granted scope (the response's `scope` says which).
   if (scopeText !== undefined && parseScopes(scopeText) === null) throw new OAuthError('invalid_scope', 'unknown scope requested')
-  const { client } = await authenticateClient(ctx.app, request, form, true)
-  const lifetimes = ctx.app.hr.config.lifetimes
+  const { client } = await authenticateClient(ctx.clients, request, form, true)
+  const lifetimes = ctx.config.lifetimes
   const result = await ctx.state.lock.run(`refresh:${digest(refresh)}`, async () =>
-    await ctx.app.hr.tokens.rotate(refresh, client.client_id, lifetimes.authorization_code, lifetimes.refresh_token))
+    await ctx.tokens.rotate(refresh, client.client_id, lifetimes.authorization_code, lifetimes.refresh_token))
   if (!result.ok) {
     if (result.reason === 'replayed') {
       ctx.log.warn({ client_id: client.client_id }, 'refresh token replayed; token family revoked')
@@ -86,18 +86,18 @@ const refreshToken: Grant = async (ctx, request, form) => {
 
 const clientCredentials: Grant = async (ctx, request, form) => {
   const scopeText = form.get('scope')
-  const { client, authenticated } = await authenticateClient(ctx.app, request, form, true)
+  const { client, authenticated } = await authenticateClient(ctx.clients, request, form, true)
   if (!authenticated) throw new OAuthError('unauthorized_client', 'public clients cannot use the client credentials grant')
   const scopes = scopeText === undefined || scopeText === '' ? ['profile:create'] : parseScopes(scopeText)
   if (scopes === null || scopes.some(s => s !== 'profile:create')) throw new OAuthError('invalid_scope', 'only profile:create is available to the client credentials grant')
-  const issued = await ctx.app.hr.tokens.issue({ client_id: client.client_id, profile_id: null, scopes, flow: 'client_credentials', expires_in: ctx.app.hr.config.lifetimes.client_credentials })
+  const issued = await ctx.tokens.issue({ client_id: client.client_id, profile_id: null, scopes, flow: 'client_credentials', expires_in: ctx.config.lifetimes.client_credentials })
   ctx.log.info({ client_id: client.client_id }, 'client credentials token issued')
   return issued
 }
 
 const deviceCode: Grant = async (ctx, request, form) => {
   const deviceCodeText = form.need('device_code')
-  const { client } = await authenticateClient(ctx.app, request, form, false)
+  const { client } = await authenticateClient(ctx.clients, request, form, false)
   const key = digest(deviceCodeText)
   return await ctx.state.lock.run(`device:${key}`, async () => {
     const rec = await ctx.state.getDevice(key)
@@ -120,7 +120,7 @@ const deviceCode: Grant = async (ctx, request, form) => {
     // approved → issued
     if (rec.profile_id === null) throw invalidGrant('unknown device_code')
     const ops: BatchOp[] = [ctx.state.putDeviceOp(key, { ...rec, status: 'issued', last_poll_at: now })]
-    const issued = ctx.app.hr.tokens.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'device_code', expires_in: ctx.app.hr.config.lifetimes.device_code }, ops, now)
+    const issued = ctx.tokens.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'device_code', expires_in: ctx.config.lifetimes.device_code }, ops, now)
     await ctx.state.store.batch(ops, { sync: true })
     ctx.log.info({ client_id: rec.client_id, profile_id: rec.profile_id }, 'device flow token issued')
     return issued

@@ -6,8 +6,9 @@ import { GAME_MOD_KEYS, GAME_MOD_TYPES, type GameModConfig } from '../store/game
 import { premiumActive, type UserRecord } from '../store/users.ts'
 import type { FormParams } from '../oauth/form.ts'
 import { esc, field, notice, postForm, sendPage } from './html.ts'
-import { checkedForm, memberOf, one } from './guard.ts'
+import { checkedForm, memberOf, one, type PageGuardUses } from './guard.ts'
 import { memberNav } from './nav.ts'
+import type { Services } from '../services.ts'
 
 function label (key: string): string {
   return key.replaceAll('_', ' ').replace(/^./, c => c.toUpperCase()).replace('bpm', '(bpm)')
@@ -51,9 +52,12 @@ function featureEnabled (user: UserRecord): boolean {
   return premiumActive(user) || user.features.includes('game_mod')
 }
 
-export async function gameModRoutes (app: FastifyInstance): Promise<void> {
+/** What the game-mod page uses: the game-mod configuration store and the member guard. */
+export type MemberGameModUses = PageGuardUses & Pick<Services, 'gameMod'>
+
+export async function gameModRoutes (app: FastifyInstance, uses: MemberGameModUses): Promise<void> {
   const page = async (reply: FastifyReply, user: UserRecord, csrf: string, status: number, values: Record<string, unknown> | undefined, message?: string, error?: string): Promise<FastifyReply> => {
-    const current = values ?? (await app.hr.gameMod.get(user.profile_id)) ?? {}
+    const current = values ?? (await uses.gameMod.get(user.profile_id)) ?? {}
     const feature = featureEnabled(user)
       ? '<p>The game mod feature is enabled for your account.</p>'
       : '<p class="notice error">The game mod feature needs a paid plan or trial, or the operator can grant it. You can still save a configuration.</p>'
@@ -62,21 +66,21 @@ ${postForm('/me/game-mod', csrf, `<fieldset><legend>Game-mod configuration</lege
     return await sendPage(reply, status, 'Game mod', body, memberNav(csrf, '/me/game-mod'))
   }
 
-  app.get('/me/game-mod', async (request, reply) => {
-    const who = await memberOf(app, request, reply, '/me/game-mod')
+  app.get<{ Querystring: { done?: unknown } }>('/me/game-mod', async (request, reply) => {
+    const who = await memberOf(uses, request, reply, '/me/game-mod')
     if (who === null) return reply
-    const saved = (request.query as Record<string, unknown>)?.done === 'saved'
+    const saved = request.query.done === 'saved'
     return await page(reply, who.user, who.session.csrf, 200, undefined, saved ? 'Configuration saved.' : undefined)
   })
 
   app.post('/me/game-mod', async (request, reply) => {
-    const checked = await checkedForm(app, request, reply)
+    const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    const who = await memberOf(app, request, reply, '/me/game-mod')
+    const who = await memberOf(uses, request, reply, '/me/game-mod')
     if (who === null) return reply
     const parsed = parseGameModForm(checked.form)
     if (!parsed.ok) return await page(reply, who.user, who.session.csrf, 400, undefined, undefined, parsed.error)
-    await app.hr.gameMod.set(who.user.profile_id, parsed.config)
+    await uses.gameMod.set(who.user.profile_id, parsed.config)
     return await reply.redirect('/me/game-mod?done=saved', 303)
   })
 }

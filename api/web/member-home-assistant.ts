@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { UserRecord } from '../store/users.ts'
 import { hidden, postForm } from './html.ts'
-import { checkedForm, memberOf, one } from './guard.ts'
+import { checkedForm, memberOf, one, type PageGuardUses } from './guard.ts'
 import { errorPage } from '../oauth/pages.ts'
 
 export function homeAssistantSection (user: UserRecord, csrf: string): string {
@@ -15,15 +15,15 @@ export function homeAssistantSection (user: UserRecord, csrf: string): string {
 ${postForm('/me/home-assistant', csrf, `${hidden('enabled', on ? 'off' : 'on')}<button type="submit">${on ? 'Stop sharing with Home Assistant' : 'Share with Home Assistant'}</button>`, 'class="inline"')}`
 }
 
-export async function homeAssistantRoutes (app: FastifyInstance): Promise<void> {
+export async function homeAssistantRoutes (app: FastifyInstance, uses: PageGuardUses): Promise<void> {
   app.post('/me/home-assistant', async (request, reply) => {
-    const checked = await checkedForm(app, request, reply)
+    const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    const who = await memberOf(app, request, reply, '/me')
+    const who = await memberOf(uses, request, reply, '/me')
     if (who === null) return reply
     const value = one(checked.form, 'enabled')
     if (value !== 'on' && value !== 'off') return await errorPage(reply, 400, 'Bad request', 'Choose to share or to stop sharing.')
-    await app.hr.users.setHomeAssistant(who.user.profile_id, value === 'on')
+    await uses.users.setHomeAssistant(who.user.profile_id, value === 'on')
     return await reply.redirect('/me#home-assistant', 303)
   })
 }

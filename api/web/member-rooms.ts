@@ -7,8 +7,9 @@ import type { FastifyInstance } from 'fastify'
 import type { RoomHidden, UserRecord } from '../store/users.ts'
 import { roomHiddenNow } from '../store/users.ts'
 import { memberConfig } from '../store/rooms.ts'
+import type { Services } from '../services.ts'
 import { esc, field, postForm, when } from './html.ts'
-import { checkedForm, memberOf, one } from './guard.ts'
+import { checkedForm, memberOf, one, type PageGuardUses } from './guard.ts'
 import { errorPage } from '../oauth/pages.ts'
 
 const DURATIONS: Record<string, number | null> = { '15m': 15 * 60_000, '1h': 60 * 60_000, off: null }
@@ -26,11 +27,11 @@ export function roomVisibilityBlock (user: UserRecord, csrf: string, now = Date.
 <p id="room-visibility" role="status">${esc(status)}</p>${form}</section>`
 }
 
-export async function roomVisibilityRoutes (app: FastifyInstance): Promise<void> {
+export async function roomVisibilityRoutes (app: FastifyInstance, uses: PageGuardUses & AnnounceUses): Promise<void> {
   app.post('/me/room-visibility', async (request, reply) => {
-    const checked = await checkedForm(app, request, reply)
+    const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    const who = await memberOf(app, request, reply, '/me')
+    const who = await memberOf(uses, request, reply, '/me')
     if (who === null) return reply
     const choice = one(checked.form, 'hide')
     const now = Date.now()
@@ -40,13 +41,15 @@ export async function roomVisibilityRoutes (app: FastifyInstance): Promise<void>
       const d = DURATIONS[choice]
       next = { since: now, until: d == null ? null : now + d }
     } else return await errorPage(reply, 400, 'Bad request', 'Choose how long to hide from room displays.')
-    await app.hr.users.update(who.user.profile_id, u => {
-      if (next === undefined) delete u.room_hidden
-      else u.room_hidden = next
+    await uses.users.update(who.user.profile_id, u => {
+      // Showing again ends the hidden period now and keeps it: displays never show what was measured during it.
+      if (next === undefined) {
+        if (u.room_hidden !== undefined && roomHiddenNow(u.room_hidden, now)) u.room_hidden = { since: u.room_hidden.since, until: now }
+      } else u.room_hidden = next
       return u
     })
     // Every room of the member learns at once; the stream already drops the bpm (the index is updated above).
-    announceRoomPause(app, who.user.profile_id, now)
+    announceRoomPause(uses, who.user.profile_id, now)
     return await reply.redirect('/me#room-displays', 303)
   })
 }
@@ -55,12 +58,15 @@ export async function roomVisibilityRoutes (app: FastifyInstance): Promise<void>
  * Tells every room of a member whether displays show them as paused now (Users.roomHidden: hidden from
  * room displays, or ingestion paused), with a room_member_updated carrying config.paused.
  */
-export function announceRoomPause (app: FastifyInstance, profileId: string, now = Date.now()): void {
-  const paused = app.hr.users.roomHidden(profileId, now)
-  for (const roomId of app.hr.rooms.roomsOf(profileId)) {
-    const m = app.hr.rooms.get(roomId)?.members.find(x => x.profile_id === profileId)
+/** What announcing a pause uses: the member's rooms, whether they are hidden, and the hub to tell the displays. */
+export type AnnounceUses = Pick<Services, 'users' | 'rooms' | 'hub'>
+
+export function announceRoomPause (uses: AnnounceUses, profileId: string, now = Date.now()): void {
+  const paused = uses.users.roomHidden(profileId, now)
+  for (const roomId of uses.rooms.roomsOf(profileId)) {
+    const m = uses.rooms.get(roomId)?.members.find(x => x.profile_id === profileId)
     if (m === undefined) continue
-    app.hr.hub.publishRoomEvent(roomId, {
+    uses.hub.publishRoomEvent(roomId, {
       kind: 'room_member_updated',
       timestamp: new Date(now).toISOString(),
       room_member_updated: { profile_id: m.profile_id, config: { ...memberConfig(m), paused } }

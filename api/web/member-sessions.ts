@@ -7,8 +7,9 @@ import { ApiError } from '../errors.ts'
 import { esc, table } from './html.ts'
 import { sessionsOf } from './guard.ts'
 import { loadSession } from '../session-reads.ts'
-import { optionsFor, sendExport, sessionsOfProfile } from '../http/sessions.ts'
+import { optionsFor, sendExport, sessionsOfProfile, type SessionUses } from '../http/sessions.ts'
 import type { SessionReading, SessionSummary } from '../sessions.ts'
+import type { Services } from '../services.ts'
 
 const WEEK_MS = 7 * 86_400_000
 const MAX_SHOWN = 10
@@ -32,14 +33,17 @@ function chart (s: SessionSummary, readings: readonly SessionReading[]): string 
 }
 
 /** The sessions section of /me for a profile. */
-export async function sessionsSection (app: FastifyInstance, profileId: string, now = Date.now()): Promise<string> {
-  const all = await sessionsOfProfile(app, profileId, now - WEEK_MS, now + 1)
+/** What the sessions section and export use: the stored readings, the member's settings and the session gap. */
+export type MemberSessionsUses = SessionUses & Pick<Services, 'config'>
+
+export async function sessionsSection (uses: MemberSessionsUses, profileId: string, now = Date.now()): Promise<string> {
+  const all = await sessionsOfProfile(uses, profileId, now - WEEK_MS, now + 1)
   const shown = all.reverse().slice(0, MAX_SHOWN)
   if (shown.length === 0) return '<h2>Sessions</h2><p class="muted">No training sessions in the last 7 days.</p>'
-  const o = await optionsFor(app, profileId)
+  const o = await optionsFor(uses, profileId)
   const parts: string[] = []
   for (const s of shown) {
-    const readings = await loadSession(app.hr.readings, profileId, s.id, o.sessionGapMs) ?? []
+    const readings = await loadSession(uses.readings, profileId, s.id, o.sessionGapMs) ?? []
     const zones = s.zones_s.map((sec, i) => [`Zone ${i + 1}`, `${50 + 10 * i}–${60 + 10 * i} %`, mmss(sec)])
     const links = (['csv', 'tcx', 'fit'] as const).map(f => `<a href="/me/sessions/${esc(s.id)}/export?format=${f}" download>${f.toUpperCase()}</a>`).join(' · ')
     parts.push(`<section class="session" aria-labelledby="session-${esc(s.id)}"><h3 id="session-${esc(s.id)}">${esc(new Date(s.start).toISOString())} · ${esc(mmss(s.duration_s))}</h3>
@@ -52,12 +56,11 @@ ${table(`Time in zones (maximum heart rate ${s.max_heart_rate} bpm)`, ['Zone', '
   return `<h2>Sessions</h2>\n${parts.join('\n')}`
 }
 
-export async function memberSessionRoutes (app: FastifyInstance): Promise<void> {
+export async function memberSessionRoutes (app: FastifyInstance, uses: MemberSessionsUses): Promise<void> {
   /** A session's export for the signed-in member (session cookie; no token). */
-  app.get('/me/sessions/:id/export', async (request, reply) => {
-    const session = sessionsOf(app).find(request)
+  app.get<{ Params: { id: string }, Querystring: { format?: unknown } }>('/me/sessions/:id/export', async (request, reply) => {
+    const session = sessionsOf(uses).find(request)
     if (session?.profile_id == null) throw new ApiError('header_missing', { detail: 'sign in first' })
-    const { id } = request.params as { id: string }
-    return await sendExport(app, reply, session.profile_id, id, (request.query as { format?: unknown }).format)
+    return await sendExport(uses, reply, session.profile_id, request.params.id, request.query.format)
   })
 }

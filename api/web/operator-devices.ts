@@ -2,17 +2,21 @@
 // reading; straps and devices seen but not paired, each with a "pair with
 // member" form; unpairing. Uses the device registry (api/store/devices.ts).
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { DeviceExistsError, InvalidDeviceIdError, type DeviceKind, type Devices } from '../store/devices.ts'
+import { DeviceExistsError, InvalidDeviceIdError, type DeviceKind } from '../store/devices.ts'
 import type { ReadingSource } from '../pipeline/reading.ts'
 import type { Session } from '../oauth/session.ts'
 import { esc, hidden, notice, postForm, sendPage, table, when } from './html.ts'
 import { one } from './guard.ts'
 import { operatorNav } from './nav.ts'
-import { operatorForm, operatorPage } from './operator-auth.ts'
+import { operatorForm, operatorPage, type OperatorUses } from './operator-auth.ts'
+import type { Services } from '../services.ts'
 
-/** The device registry (app.hr.devices); undefined only for a server built without one. */
-export function devicesOf (app: FastifyInstance): Devices | undefined {
-  return app.hr.devices as Devices | undefined
+/** What the devices page uses: the device registry, the accounts to pair with, the sources' health, the log, and operator sign-in. */
+export type OperatorDevicesUses = OperatorUses & Pick<Services, 'devices' | 'users' | 'health' | 'log'>
+
+/** The device registry; undefined only for a server built without one. */
+export function devicesOf (uses: Pick<Services, 'devices'>): Services['devices'] | undefined {
+  return uses.devices as Services['devices'] | undefined
 }
 
 /** The pairing kind for a device seen by a source: readings of other sources then do not count as its. */
@@ -24,11 +28,11 @@ function battery (v: number | undefined): string {
   return v === undefined ? '—' : `${v}%`
 }
 
-export async function deviceRoutes (app: FastifyInstance): Promise<void> {
+export async function deviceRoutes (app: FastifyInstance, uses: OperatorDevicesUses): Promise<void> {
   const page = async (reply: FastifyReply, session: Session, status: number, message?: string, error?: string, extra = ''): Promise<FastifyReply> => {
-    const devices = devicesOf(app)
+    const devices = devicesOf(uses)
     if (devices === undefined) return await sendPage(reply, 503, 'Devices', '<p class="notice error">This relay has no device registry.</p>', operatorNav(session.csrf, '/operator/devices'))
-    const users = await app.hr.users.list()
+    const users = await uses.users.list()
     const names = new Map(users.map(u => [u.profile_id, u.username]))
     const options = users.map(u => `<option value="${esc(u.username)}">${esc(u.username)}</option>`).join('')
     const paired = devices.list().map(d => {
@@ -49,7 +53,7 @@ export async function deviceRoutes (app: FastifyInstance): Promise<void> {
 <label for="pair-${i}">Member for ${esc(s.device_id)}</label> <select id="pair-${i}" name="username" required>${options}</select>
 <button type="submit">Pair with member</button>`, `class="pair-form" data-device-id="${esc(s.device_id)}"`)
     ])
-    const sources = app.hr.health().map(h => [esc(h.id), esc(h.state), esc(h.detail ?? '')])
+    const sources = uses.health().map(h => [esc(h.id), esc(h.state), esc(h.detail ?? '')])
     const body = `${notice(message)}${notice(error, 'error')}${extra}
 ${table('Paired devices', ['Device', 'Kind', 'Member', 'State', 'Battery', 'Last reading', ''], paired, 'no paired devices')}
 ${table('Unpaired devices in range', ['Device', 'Source', 'Signal', 'Battery', 'Last seen', 'Pair'], unpaired, 'nothing unpaired in range right now (reload to refresh)')}
@@ -57,25 +61,25 @@ ${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are
     return await sendPage(reply, status, 'Devices', body, operatorNav(session.csrf, '/operator/devices'))
   }
 
-  app.get('/operator/devices', async (request, reply) => {
-    const session = await operatorPage(app, request, reply)
+  app.get<{ Querystring: { done?: unknown } }>('/operator/devices', async (request, reply) => {
+    const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
-    const done = (request.query as Record<string, unknown>)?.done
+    const done = request.query.done
     return await page(reply, session, 200, done === 'unpaired' ? 'Device unpaired.' : done === 'paired' ? 'Device paired.' : undefined)
   })
 
   app.post('/operator/devices/pair', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
-    const devices = devicesOf(app)
+    const devices = devicesOf(uses)
     if (devices === undefined) return await page(reply, f.session, 503)
-    const user = await app.hr.users.byUsername(one(f.form, 'username'))
+    const user = await uses.users.byUsername(one(f.form, 'username'))
     if (user === undefined) return await page(reply, f.session, 400, undefined, 'No such user.')
     const kind = one(f.form, 'kind')
     if (!['ble', 'serial', 'mqtt', 'any'].includes(kind)) return await page(reply, f.session, 400, undefined, 'Unknown device kind.')
     try {
       const added = await devices.add({ device_id: one(f.form, 'device_id'), profile_id: user.profile_id, kind: kind as DeviceKind })
-      app.hr.log.child({ component: 'web' }).info({ device_id: added.device.device_id, profile_id: user.profile_id }, 'device paired from the operator page')
+      uses.log.child({ component: 'web' }).info({ device_id: added.device.device_id, profile_id: user.profile_id }, 'device paired from the operator page')
       if (added.mqtt_password === null) return await reply.redirect('/operator/devices?done=paired', 303)
       // Shown once: the device's MQTT password (only its scrypt hash is kept).
       return await page(reply, f.session, 201, `Device ${added.device.device_id} paired with ${user.username}.`, undefined,
@@ -86,12 +90,12 @@ ${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are
     }
   })
 
-  app.post('/operator/devices/:device_id/unpair', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+  app.post<{ Params: { device_id: string } }>('/operator/devices/:device_id/unpair', async (request, reply) => {
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
-    const devices = devicesOf(app)
+    const devices = devicesOf(uses)
     if (devices === undefined) return await page(reply, f.session, 503)
-    const { device_id: id } = request.params as { device_id: string }
+    const { device_id: id } = request.params
     if (await devices.remove(id) === undefined) return await page(reply, f.session, 404, undefined, 'No such device.')
     return await reply.redirect('/operator/devices?done=unpaired', 303)
   })

@@ -7,7 +7,8 @@ import type { Session } from '../oauth/session.ts'
 import { esc, field, notice, postForm, sendPage, table } from './html.ts'
 import { one } from './guard.ts'
 import { operatorNav } from './nav.ts'
-import { operatorForm, operatorPage } from './operator-auth.ts'
+import { operatorForm, operatorPage, type OperatorUses } from './operator-auth.ts'
+import type { Services } from '../services.ts'
 
 export function displayUrl (publicUrl: string, room: RoomRecord): string {
   return `${publicUrl}/rooms/${encodeURIComponent(room.room_id)}/display?display_id=${encodeURIComponent(room.display_id)}`
@@ -39,77 +40,80 @@ ${postForm(`${base}/rename`, csrf, `${field(`${p}-name`, `New name for ${room.na
 </section>`
 }
 
-export async function roomRoutes (app: FastifyInstance): Promise<void> {
+/** What the rooms page uses: the rooms, the accounts to add, the public URL (display links), and operator sign-in. */
+export type OperatorRoomsUses = OperatorUses & Pick<Services, 'rooms' | 'users'>
+
+export async function roomRoutes (app: FastifyInstance, uses: OperatorRoomsUses): Promise<void> {
   const page = async (reply: FastifyReply, session: Session, status: number, message?: string, error?: string): Promise<FastifyReply> => {
-    const users = await app.hr.users.list()
+    const users = await uses.users.list()
     const usernames = new Map(users.map(u => [u.profile_id, u.username]))
     const options = users.map(u => `<option value="${esc(u.username)}">${esc(u.username)}${u.display_name === undefined ? '' : ` (${esc(u.display_name)})`}</option>`).join('')
-    const rooms = app.hr.rooms.list()
+    const rooms = uses.rooms.list()
     const body = `${notice(message)}${notice(error, 'error')}
 ${postForm('/operator/rooms', session.csrf, `<fieldset><legend>Create a room</legend>${field('new-room', 'Room name', '<input type="text" id="new-room" name="name" required maxlength="100">')}<button type="submit">Create room</button></fieldset>`)}
-${rooms.map(r => roomSection(app.hr.config.publicUrl, session.csrf, r, usernames, options)).join('\n')}
+${rooms.map(r => roomSection(uses.config.publicUrl, session.csrf, r, usernames, options)).join('\n')}
 ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
     return await sendPage(reply, status, 'Rooms', body, operatorNav(session.csrf, '/operator/rooms'))
   }
   const done = async (reply: FastifyReply, what: string): Promise<FastifyReply> => await reply.redirect(`/operator/rooms?done=${what}`, 303)
-  const roomOf = (params: unknown): RoomRecord | undefined => app.hr.rooms.get((params as { room_id: string }).room_id)
+  const roomOf = (params: { room_id: string }): RoomRecord | undefined => uses.rooms.get(params.room_id)
 
-  app.get('/operator/rooms', async (request, reply) => {
-    const session = await operatorPage(app, request, reply)
+  app.get<{ Querystring: { done?: unknown } }>('/operator/rooms', async (request, reply) => {
+    const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
-    return await page(reply, session, 200, DONE[String((request.query as Record<string, unknown>)?.done ?? '')])
+    return await page(reply, session, 200, DONE[String(request.query.done ?? '')])
   })
 
   app.post('/operator/rooms', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
     const name = one(f.form, 'name').trim()
     if (name.length === 0 || name.length > 100) return await page(reply, f.session, 400, undefined, 'The room name must be 1 to 100 characters.')
-    await app.hr.rooms.create(name)
+    await uses.rooms.create(name)
     return await done(reply, 'created')
   })
 
-  app.post('/operator/rooms/:room_id/rename', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+  app.post<{ Params: { room_id: string } }>('/operator/rooms/:room_id/rename', async (request, reply) => {
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
     const room = roomOf(request.params)
     const name = one(f.form, 'name').trim()
     if (room === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
     if (name.length === 0 || name.length > 100) return await page(reply, f.session, 400, undefined, 'The room name must be 1 to 100 characters.')
-    await app.hr.rooms.rename(room.room_id, name)
+    await uses.rooms.rename(room.room_id, name)
     return await done(reply, 'renamed')
   })
 
-  app.post('/operator/rooms/:room_id/members', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+  app.post<{ Params: { room_id: string } }>('/operator/rooms/:room_id/members', async (request, reply) => {
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
     const room = roomOf(request.params)
     if (room === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
-    const user = await app.hr.users.byUsername(one(f.form, 'username'))
+    const user = await uses.users.byUsername(one(f.form, 'username'))
     if (user === undefined) return await page(reply, f.session, 400, undefined, 'No such user.')
     const displayName = one(f.form, 'display_name').trim() || user.display_name || user.username
     if (displayName.length > 60) return await page(reply, f.session, 400, undefined, 'The display name must be at most 60 characters.')
     const maxText = one(f.form, 'max_heart_rate').trim()
     const max = maxText === '' ? null : Number(maxText)
     if (max !== null && (!Number.isInteger(max) || max < 60 || max > 260)) return await page(reply, f.session, 400, undefined, 'The maximum heart rate must be a whole number from 60 to 260.')
-    await app.hr.rooms.upsertMember(room.room_id, user.profile_id, { display_name: displayName, max_heart_rate: max })
+    await uses.rooms.upsertMember(room.room_id, user.profile_id, { display_name: displayName, max_heart_rate: max })
     return await done(reply, 'added')
   })
 
-  app.post('/operator/rooms/:room_id/members/:profile_id/remove', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+  app.post<{ Params: { room_id: string, profile_id: string } }>('/operator/rooms/:room_id/members/:profile_id/remove', async (request, reply) => {
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
     const room = roomOf(request.params)
-    const { profile_id: profileId } = request.params as { profile_id: string }
-    if (room === undefined || !await app.hr.rooms.removeMember(room.room_id, profileId)) return await page(reply, f.session, 404, undefined, 'No such room member.')
+    const { profile_id: profileId } = request.params
+    if (room === undefined || !await uses.rooms.removeMember(room.room_id, profileId)) return await page(reply, f.session, 404, undefined, 'No such room member.')
     return await done(reply, 'removed')
   })
 
-  app.post('/operator/rooms/:room_id/display/revoke', async (request, reply) => {
-    const f = await operatorForm(app, request, reply)
+  app.post<{ Params: { room_id: string } }>('/operator/rooms/:room_id/display/revoke', async (request, reply) => {
+    const f = await operatorForm(uses, request, reply)
     if (f === null) return reply
     const room = roomOf(request.params)
-    if (room === undefined || await app.hr.rooms.rotateDisplay(room.room_id) === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
+    if (room === undefined || await uses.rooms.rotateDisplay(room.room_id) === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
     return await done(reply, 'revoked')
   })
 }

@@ -1,15 +1,19 @@
 // Operator pages: sign-in with the admin token (operator-auth.ts), overview
 // with the relay's sources and their health, users and clients; rooms
 // (operator-rooms.ts) and devices (operator-devices.ts).
-import type { FastifyInstance } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import { useStrictForms } from '../oauth/form.ts'
 import { premiumActive } from '../store/users.ts'
 import { esc, field, hidden, notice, sendPage, table, when } from './html.ts'
 import { checkedForm, one, sessionsOf } from './guard.ts'
 import { operatorNav } from './nav.ts'
 import { operatorPage, operatorSession, operatorSignIn, operatorSignOut } from './operator-auth.ts'
-import { roomRoutes } from './operator-rooms.ts'
-import { deviceRoutes } from './operator-devices.ts'
+import { roomRoutes, type OperatorRoomsUses } from './operator-rooms.ts'
+import { deviceRoutes, type OperatorDevicesUses } from './operator-devices.ts'
+import type { Services } from '../services.ts'
+
+/** What the operator pages use: the overview's health, rooms, accounts and clients, and what the rooms and devices pages name. */
+export type OperatorPagesUses = OperatorRoomsUses & OperatorDevicesUses & Pick<Services, 'clients'>
 
 function signInBody (csrf: string, error?: string): string {
   return `${notice(error, 'error')}<p>Enter the admin token of this relay. It is in the file <code>admin-token</code> in the data directory (<code>hr-relay admin token</code> prints it).</p>
@@ -18,42 +22,42 @@ ${field('admin-token', 'Admin token', '<input type="password" id="admin-token" n
 <button type="submit">Sign in</button></form>`
 }
 
-export async function operatorRoutes (app: FastifyInstance): Promise<void> {
+export const operatorRoutes: FastifyPluginAsync<OperatorPagesUses> = async (app, uses) => {
   useStrictForms(app)
 
   app.get('/operator/signin', async (request, reply) => {
-    if (operatorSession(app, request) !== undefined) return await reply.redirect('/operator', 303)
-    const session = sessionsOf(app).ensure(request, reply)
+    if (operatorSession(uses, request) !== undefined) return await reply.redirect('/operator', 303)
+    const session = sessionsOf(uses).ensure(request, reply)
     return await sendPage(reply, 200, 'Operator sign-in', signInBody(session.csrf))
   })
 
   app.post('/operator/signin', async (request, reply) => {
-    const checked = await checkedForm(app, request, reply)
+    const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    const result = operatorSignIn(app, request, reply, one(checked.form, 'admin_token'))
+    const result = operatorSignIn(uses, request, reply, one(checked.form, 'admin_token'))
     if (result === 'ok') {
-      app.hr.log.child({ component: 'web' }).info({ ip: request.ip }, 'operator signed in')
+      uses.log.child({ component: 'web' }).info({ ip: request.ip }, 'operator signed in')
       return await reply.header('cache-control', 'no-store').redirect('/operator', 303)
     }
-    app.hr.log.child({ component: 'web' }).info({ ip: request.ip, result }, 'operator sign-in refused')
+    uses.log.child({ component: 'web' }).info({ ip: request.ip, result }, 'operator sign-in refused')
     const status = result === 'limited' ? 429 : 401
     const msg = result === 'limited' ? 'Too many failed attempts. Wait a minute and try again.' : 'That is not the admin token.'
     return await sendPage(reply, status, 'Operator sign-in', signInBody(checked.session.csrf, msg))
   })
 
   app.post('/operator/signout', async (request, reply) => {
-    const checked = await checkedForm(app, request, reply)
+    const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    operatorSignOut(app, request, reply)
+    operatorSignOut(uses, request, reply)
     return await reply.redirect('/operator/signin', 303)
   })
 
   app.get('/operator', async (request, reply) => {
-    const session = await operatorPage(app, request, reply)
+    const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
-    const sources = app.hr.health().map(h => [esc(h.id), `<span class="state state-${esc(h.state)}">${esc(h.state)}</span>`, esc(h.detail ?? ''), esc(h.connected ?? '')])
-    const rooms = app.hr.rooms.list()
-    const users = await app.hr.users.list()
+    const sources = uses.health().map(h => [esc(h.id), `<span class="state state-${esc(h.state)}">${esc(h.state)}</span>`, esc(h.detail ?? ''), esc(h.connected ?? '')])
+    const rooms = uses.rooms.list()
+    const users = await uses.users.list()
     const body = `<p>${esc(users.length)} users · ${esc(rooms.length)} rooms · <a href="/operator/devices">devices</a></p>
 ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connected'], sources, 'no sources are configured')}
 <p class="muted">The same list is at <a href="/health">/health</a>.</p>`
@@ -61,9 +65,9 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
   })
 
   app.get('/operator/users', async (request, reply) => {
-    const session = await operatorPage(app, request, reply)
+    const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
-    const rows = (await app.hr.users.list()).map(u => [
+    const rows = (await uses.users.list()).map(u => [
       esc(u.username), `<code>${esc(u.profile_id)}</code>`, esc(u.display_name ?? ''),
       esc(premiumActive(u) ? u.premium.plan : 'none'), esc(u.age ?? ''), esc(u.max_heart_rate ?? ''), esc(u.features.join(', ')), esc(when(u.created_at))
     ])
@@ -73,9 +77,9 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
   })
 
   app.get('/operator/clients', async (request, reply) => {
-    const session = await operatorPage(app, request, reply)
+    const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
-    const rows = (await app.hr.clients.list()).map(c => [
+    const rows = (await uses.clients.list()).map(c => [
       esc(c.name), `<code>${esc(c.client_id)}</code>`, c.redirect_uris.map(u => `<code>${esc(u)}</code>`).join('<br>'),
       c.secret_hash === null ? 'public' : 'confidential', esc(when(c.created_at))
     ])
@@ -84,6 +88,6 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
     return await sendPage(reply, 200, 'Clients', body, operatorNav(session.csrf, '/operator/clients'))
   })
 
-  await roomRoutes(app)
-  await deviceRoutes(app)
+  await roomRoutes(app, uses)
+  await deviceRoutes(app, uses)
 }

@@ -3,15 +3,21 @@
 // and the room display (/rooms/<room_id>/display?display_id=<display_id>).
 // Both pages then follow helper streams: /widgets/<id>/stream and
 // /rooms/<room_id>/stream?display_id=... (api/http, issue 3).
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
 import type { RoomRecord } from '../store/rooms.ts'
 import { esc, jsonBlock, sendHtml } from './html.ts'
 import { caloriesSince, startOfToday, trend } from './readings-view.ts'
 import { maxHeartRate } from './zones.ts'
+import { Params } from '../http/schema.ts'
+import type { Services } from '../services.ts'
 import { compareMembers, DEFAULT_BOUNDS, ORDERS, trendPoints, zoneOf, ZONE_NAMES } from './static/zones.js'
 
-const ID = { type: 'string', minLength: 1, maxLength: 100 } as const
+const ID = Type.String({ minLength: 1, maxLength: 100 })
+
+/** What the overlays use: widgets, rooms, and the members' accounts and readings (room display state). */
+export type OverlayUses = Pick<Services, 'widgets' | 'rooms' | 'users' | 'readings'>
 
 function overlayPage (title: string, css: string, body: string, script: string | null, htmlClass = ''): string {
   return `<!doctype html>
@@ -77,14 +83,17 @@ const displayStateSchema = {
 } as const
 
 /** The members of a room with their last readings, as the display shows them; hidden members carry no heart-rate data. */
-async function displayState (app: FastifyInstance, room: RoomRecord, now: number): Promise<DisplayState> {
+async function displayState (uses: OverlayUses, room: RoomRecord, now: number): Promise<DisplayState> {
   const midnight = startOfToday(now)
   const members: DisplayMember[] = []
   for (const m of room.members) {
-    const user = await app.hr.users.get(m.profile_id)
+    const user = await uses.users.get(m.profile_id)
     const max = maxHeartRate(m.max_heart_rate, user?.max_heart_rate, user?.age)
-    const paused = app.hr.users.roomHidden(m.profile_id, now)
-    const latest = paused ? undefined : await app.hr.readings.latest(m.profile_id)
+    const paused = uses.users.roomHidden(m.profile_id, now)
+    // Nothing measured while the member hid from displays (README "Member pages"), also after they show again.
+    const since = uses.users.roomVisibleSince(m.profile_id, now)
+    const last = paused ? undefined : await uses.readings.latest(m.profile_id)
+    const latest = last !== undefined && last.measured_at >= since ? last : undefined
     members.push({
       profile_id: m.profile_id,
       display_name: m.display_name,
@@ -92,10 +101,10 @@ async function displayState (app: FastifyInstance, room: RoomRecord, now: number
       max_source: max.source,
       zones: m.zones,
       latest: latest === undefined ? null : { measured_at: latest.measured_at, heart_rate: latest.heart_rate },
-      calories_today_kcal: paused ? 0 : await caloriesSince(app.hr.readings, m.profile_id, midnight, now, user ?? {}),
-      trend: paused ? [] : await trend(app.hr.readings, m.profile_id, now - TREND_MS, now),
+      calories_today_kcal: paused ? 0 : await caloriesSince(uses.readings, m.profile_id, Math.max(midnight, since), now, user ?? {}),
+      trend: paused ? [] : await trend(uses.readings, m.profile_id, Math.max(now - TREND_MS, since), now),
       paused,
-      paused_until: paused ? app.hr.users.roomPausedUntil(m.profile_id, now) : null
+      paused_until: paused ? uses.users.roomPausedUntil(m.profile_id, now) : null
     })
   }
   return { room: { room_id: room.room_id, name: room.name }, members, server_now: now }
@@ -131,10 +140,9 @@ function legendHtml (): string {
     '<li data-state="no-signal"><span class="swatch"></span>no signal</li><li data-state="paused"><span class="swatch"></span>paused</li></ul>'
 }
 
-export async function overlayRoutes (app: FastifyInstance): Promise<void> {
-  app.get('/widgets/:widget_id/view', { schema: { params: { type: 'object', properties: { widget_id: ID } } } }, async (request, reply) => {
-    const { widget_id: id } = request.params as { widget_id: string }
-    const widget = await app.hr.widgets.get(id)
+export const overlayRoutes: FastifyPluginAsyncTypebox<OverlayUses> = async (app, uses) => {
+  app.get('/widgets/:widget_id/view', { schema: { params: Params({ widget_id: ID }) } }, async (request, reply) => {
+    const widget = await uses.widgets.get(request.params.widget_id)
     if (widget === undefined) return await sendHtml(reply, 404, gonePage('Widget not found', 'This widget does not exist or was revoked by its owner.'))
     const body = `<div id="widget" class="widget" data-widget-id="${esc(widget.id)}" data-state="connecting" role="status" aria-live="polite" aria-label="Heart rate">
 <svg id="heart" class="heart" viewBox="0 0 32 29" aria-hidden="true"><path d="M23.6 0c-3.4 0-6.3 2.7-7.6 5.6C14.7 2.7 11.8 0 8.4 0 3.8 0 0 3.8 0 8.4c0 9.4 9.5 11.9 16 21.2 6.1-9.3 16-12.1 16-21.2C32 3.8 28.2 0 23.6 0z"/></svg>
@@ -143,19 +151,19 @@ export async function overlayRoutes (app: FastifyInstance): Promise<void> {
     return await sendHtml(reply, 200, overlayPage(widget.name, '/web/static/widget.css', body, '/web/static/widget.js', 'overlay'), { frameable: true })
   })
 
-  const displayQuery = { type: 'object', properties: { display_id: { type: 'string', maxLength: 100 }, order: { type: 'string', maxLength: 10 } } } as const
-  const roomParams = { type: 'object', properties: { room_id: ID } } as const
+  const displayQuery = Type.Object({ display_id: Type.Optional(Type.String({ maxLength: 100 })), order: Type.Optional(Type.String({ maxLength: 10 })) })
+  const roomParams = Params({ room_id: ID })
 
   app.get('/rooms/:room_id/display', { schema: { params: roomParams, querystring: displayQuery } }, async (request, reply) => {
-    const { room_id: roomId } = request.params as { room_id: string }
-    const { display_id: displayId } = request.query as { display_id?: string }
-    const room = app.hr.rooms.get(roomId)
-    if (room === undefined || displayId === undefined || !app.hr.rooms.displayAllowed(roomId, displayId)) {
+    const { room_id: roomId } = request.params
+    const { display_id: displayId } = request.query
+    const room = uses.rooms.get(roomId)
+    if (room === undefined || displayId === undefined || !uses.rooms.displayAllowed(roomId, displayId)) {
       return await sendHtml(reply, 404, gonePage('Display not found', 'This room display link does not exist or was revoked. Ask the operator for the current link.'))
     }
     const now = Date.now()
-    const state = await displayState(app, room, now)
-    const order = orderOf((request.query as { order?: unknown }).order)
+    const state = await displayState(uses, room, now)
+    const order = orderOf(request.query.order)
     const sorted = [...state.members].sort((a, b) => compareMembers(order, sortKey(a, now), sortKey(b, now)))
     // First paint: the tiles and the state they came from (static/room.js takes over from the embedded state).
     const body = `<div id="room" class="room" data-room-id="${esc(room.room_id)}" data-order="${order}" data-connection="connecting">
@@ -167,13 +175,13 @@ ${legendHtml()}
   })
 
   app.get('/rooms/:room_id/display/state', { schema: { params: roomParams, querystring: displayQuery, response: displayStateSchema } }, async (request, reply) => {
-    const { room_id: roomId } = request.params as { room_id: string }
-    const { display_id: displayId } = request.query as { display_id?: string }
-    const room = app.hr.rooms.get(roomId)
+    const { room_id: roomId } = request.params
+    const { display_id: displayId } = request.query
+    const room = uses.rooms.get(roomId)
     reply.header('cache-control', 'no-store')
-    if (room === undefined || displayId === undefined || !app.hr.rooms.displayAllowed(roomId, displayId)) {
+    if (room === undefined || displayId === undefined || !uses.rooms.displayAllowed(roomId, displayId)) {
       throw new ApiError('not_found', { detail: 'no such room display' })
     }
-    return await displayState(app, room, Date.now())
+    return await displayState(uses, room, Date.now())
   })
 }

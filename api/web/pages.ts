@@ -5,18 +5,21 @@
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyPluginAsync } from 'fastify'
 import fastifyStatic from '@fastify/static'
-import { overlayRoutes } from './overlay.ts'
-import { memberRoutes } from './member.ts'
-import { operatorRoutes } from './operator.ts'
+import { overlayRoutes, type OverlayUses } from './overlay.ts'
+import { memberRoutes, type MemberUses } from './member.ts'
+import { operatorRoutes, type OperatorPagesUses } from './operator.ts'
+
+/** What the web pages use: what the overlays, the member pages and the operator pages each name. */
+export type WebUses = OverlayUses & MemberUses & OperatorPagesUses
 
 export const STATIC_DIR = join(dirname(fileURLToPath(import.meta.url)), 'static')
 /** node_modules/uplot/dist, found through the package's main entry (uPlot.cjs.js lives there). */
 export const UPLOT_DIR = dirname(createRequire(import.meta.url).resolve('uplot'))
 const UPLOT_FILES = new Set(['/uPlot.esm.js', '/uPlot.min.css'])
 
-export async function webPlugin (app: FastifyInstance): Promise<void> {
+export const webPlugin: FastifyPluginAsync<WebUses> = async (app, uses) => {
   await app.register(fastifyStatic, { root: STATIC_DIR, prefix: '/web/static/', decorateReply: false, index: false, maxAge: 60_000 })
   await app.register(fastifyStatic, {
     root: UPLOT_DIR,
@@ -26,7 +29,7 @@ export async function webPlugin (app: FastifyInstance): Promise<void> {
     maxAge: 3_600_000,
     allowedPath: (path: string) => UPLOT_FILES.has(path)
   })
-  await app.register(overlayRoutes)
-  await app.register(memberRoutes)
-  await app.register(operatorRoutes)
+  await app.register(overlayRoutes, uses)
+  await app.register(memberRoutes, uses)
+  await app.register(operatorRoutes, uses)
 }

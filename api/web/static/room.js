@@ -22,8 +22,13 @@ const STALE_MS = 10000
 const SVG = 'http://www.w3.org/2000/svg'
 const tiles = new Map()
 const initial = JSON.parse(document.getElementById('room-state')?.textContent ?? 'null')
-/** Server time minus page time: readings are timed by the server's clock. */
-const skew = Number.isFinite(initial?.server_now) ? initial.server_now - Date.now() : 0
+/**
+ * Server time minus page time: readings are timed by the server's clock. The
+ * first estimate comes from the page's HTML and lags by however long the page
+ * took to load (seconds on a loaded box); a reading that arrives proves the
+ * server's clock has reached its time, so each one can only move it forward.
+ */
+let skew = Number.isFinite(initial?.server_now) ? initial.server_now - Date.now() : 0
 const serverNow = () => Date.now() + skew
 
 function el (tag, cls, text) {
@@ -104,6 +109,7 @@ function reading (t, bpm, at) {
   setKcal(t)
   t.sort = { bpm, percent: z.percent, zone: z.index }
   if (t.samples.length === 0 || t.samples[t.samples.length - 1][0] < at) t.samples.push([at, bpm])
+  skew = Math.max(skew, at - Date.now())
   const now = serverNow()
   while (t.samples.length > 0 && t.samples[0][0] < now - TREND_MS) t.samples.shift()
   t.line.setAttribute('points', trendPoints(t.samples, now, TREND_MS, 300, 60))

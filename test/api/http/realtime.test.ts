@@ -6,6 +6,9 @@ import { connect } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { startTestService } from '../../helpers/service.ts'
 import { call, openWs, refused, wsUrl } from './fetch.ts'
+import { readingFrame } from '../../../api/http/realtime.ts'
+import type { StoredReading } from '../../../api/pipeline/reading.ts'
+import WebSocket from 'ws'
 
 t.test('streams readings in json and text modes, query and header auth', async t => {
   const s = await startTestService(t)
@@ -35,6 +38,37 @@ t.test('streams readings in json and text modes, query and header auth', async t
   t.equal(await text.next(), '65')
   t.equal(await text.next(), '66')
   t.equal(await text.next(), '67')
+})
+
+t.test('one reading reaches many viewers as the same text frame, encoded once per mode', async t => {
+  const r: StoredReading = { profile_id: 'p', measured_at: 1_700_000_000_000, heart_rate: 71, source: 'http' }
+  const json = readingFrame(r, 'json')
+  t.equal(json.toString(), '{"measured_at":1700000000000,"data":{"heart_rate":71}}')
+  t.equal(readingFrame(r, 'json'), json, 'the second viewer gets the same bytes, not a new encoding')
+  t.equal(readingFrame(r, 'text_plain_only_heart_rate').toString(), '71')
+  t.not(readingFrame({ ...r }, 'json'), json, 'another reading is encoded anew')
+
+  const s = await startTestService(t)
+  await s.user('alice')
+  const w = await s.token('alice', 'data:heart_rate:write')
+  const read = await s.token('alice', 'data:heart_rate:read')
+  const frames: Array<{ mode: string, binary: boolean, data: string }> = []
+  const viewers = await Promise.all(['json', 'json', 'json', 'text_plain_only_heart_rate', 'text_plain_only_heart_rate'].map(async mode => {
+    const ws = new WebSocket(wsUrl(s.url, `/api/v1/data/real_time?access_token=${read}&response_mode=${mode}`))
+    ws.on('message', (data, binary) => { frames.push({ mode, binary, data: data.toString() }) })
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })
+    return ws
+  }))
+  t.teardown(() => { for (const ws of viewers) ws.terminate() })
+  const now = Date.now() - 5000
+  const got = new Promise<void>(resolve => { for (const ws of viewers) ws.on('message', () => { if (frames.length === viewers.length) resolve() }) })
+  t.equal((await call(s.url, 'POST', '/api/v1/data', { token: w, body: { measured_at: now, data: { heart_rate: 88 } } })).status, 200)
+  await got
+  const json5 = JSON.stringify({ measured_at: now, data: { heart_rate: 88 } })
+  t.same(frames.map(f => [f.mode, f.binary, f.data]).sort(), [
+    ['json', false, json5], ['json', false, json5], ['json', false, json5],
+    ['text_plain_only_heart_rate', false, '88'], ['text_plain_only_heart_rate', false, '88']
+  ], 'each viewer one text frame (not binary) with its mode\'s message')
 })
 
 t.test('refuses bad handshakes with the HTTP status and JSON body', async t => {

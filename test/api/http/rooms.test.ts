@@ -1,17 +1,17 @@
 // Rooms: the admin CLI, the member stream /api/v2/data/rooms/{id}/real_time and
 // the display stream /rooms/{id}/stream, over a listening server.
 import t from 'tap'
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import { startTestService, type TestService } from '../../helpers/service.ts'
 import { call, openWs, refused, wsUrl } from './fetch.ts'
+import { runMain } from '../../helpers/cli.ts'
 
-const run = promisify(execFile)
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
+/** `hr-relay admin …` against the running service, in-process (test/relay/cli.test.ts runs the real binary). */
 async function cli (s: TestService, ...args: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, ['bin/hr-relay.js', 'admin', ...args, '--data-dir', s.dataDir], { timeout: 60_000, env: { ...process.env, HR_RELAY_FROM_SOURCE: '1' } })
-  return stdout
+  const r = await runMain(['admin', ...args, '--data-dir', s.dataDir])
+  if (r.code !== 0) throw new Error(`hr-relay admin ${args.join(' ')}: exit ${r.code}: ${r.stderr}`)
+  return r.stdout
 }
 
 t.test('room CLI, member stream with every kind, kinds filter, membership', async t => {

@@ -4,20 +4,14 @@
 import t from 'tap'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { chromium, type Browser } from 'playwright-core'
 import { startTestService } from '../../helpers/service.ts'
+import { launch } from '../../helpers/browser.ts'
 import { DEVICE_GRANT } from '../../../api/oauth/token.ts'
 import { pkcePair, post, validate } from './helpers.ts'
 
-async function launch (t: { teardown (fn: () => unknown): void }): Promise<Browser> {
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
-  t.teardown(async () => { await browser.close() })
-  return browser
-}
-
 t.test('authorization code flow through the sign-in and consent pages', async t => {
   const svc = await startTestService(t)
-  await svc.user('olga')
+  const [browser] = await Promise.all([launch(t), svc.user('olga')])
 
   // The client's redirect target: receives the code, as the client's web server would.
   let received: (u: URL) => void = () => {}
@@ -34,7 +28,6 @@ t.test('authorization code flow through the sign-in and consent pages', async t 
   const { client_id: id, client_secret: secret } = await svc.client([redirectUri], { name: 'Heart Overlay' })
   const { verifier, challenge } = pkcePair()
 
-  const browser = await launch(t)
   const page = await browser.newPage()
   const url = `${svc.url}/oauth2/authorize?${new URLSearchParams({ client_id: id, redirect_uri: redirectUri, response_type: 'code', scope: 'data:heart_rate:read profile:read', state: 'st-123', code_challenge: challenge, code_challenge_method: 'S256' }).toString()}`
   await page.goto(url)
@@ -62,7 +55,7 @@ t.test('authorization code flow through the sign-in and consent pages', async t 
 
 t.test('device flow: the browser opens verification_uri_complete, signs in and allows; the polling client gets the token', async t => {
   const svc = await startTestService(t, { oauth: { device_poll_interval: 1 } })
-  const profileId = await svc.user('pia')
+  const [profileId, browser] = await Promise.all([svc.user('pia'), launch(t)])
   const { client_id: id } = await svc.client(['https://app.example/cb'], { name: 'Pulse Mod' })
   const start = await post(`${svc.url}/oauth2/device_authorization`, { client_id: id, scope: 'data:heart_rate:read' })
   t.equal(start.status, 200)
@@ -86,7 +79,6 @@ t.test('device flow: the browser opens verification_uri_complete, signs in and a
   })()
   polling.catch(() => undefined) // a failure is reported where it is awaited below
 
-  const browser = await launch(t)
   const page = await browser.newPage()
   await page.goto(session.verification_uri_complete)
   await page.getByLabel('Username').fill('pia')

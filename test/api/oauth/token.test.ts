@@ -71,7 +71,7 @@ t.test('validate and the authentication codes 7009, 7010, 7005, 7006, 7011', asy
   t.same(e.json, { error_code: 7006, error_message: 'token_expired' })
   // 7011: a token without the scope an endpoint requires, on a route guarded by requireAuth, over a socket.
   const guarded = await buildServer(svc.service.services, {
-    features: [async app => { app.get('/needs-profile', { preHandler: requireAuth(app, { scope: 'profile:read' }) }, async () => ({ ok: true })) }]
+    features: [async (app, { tokens }) => { app.get('/needs-profile', { preHandler: requireAuth(tokens, { scope: 'profile:read' }) }, async () => ({ ok: true })) }]
   })
   t.teardown(async () => { await guarded.close() })
   const guardedUrl = await guarded.listen({ host: '127.0.0.1', port: 0 })

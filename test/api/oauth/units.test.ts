@@ -1,6 +1,8 @@
 // Pure parts of the OAuth feature: strict form decoding, cookies, user codes,
 // the per-key lock, the return-to guard, and pruning of ended codes.
 import t from 'tap'
+import { Writable } from 'node:stream'
+import pino from 'pino'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -175,4 +177,24 @@ t.test('prune deletes codes and device sessions that ended a day ago', async t =
   t.equal(await state.getDevice(digest(oldDevice.device_code)), undefined)
   t.equal(await state.deviceByUserCode(oldDevice.user_code), undefined)
   t.ok(await state.deviceByUserCode(newDevice.user_code))
+})
+
+t.test('a failed background prune is logged as a warning with the error\'s message, and the code is still created', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'hr-oauth-'))
+  const store = await Store.open(dir)
+  t.teardown(async () => { await store.close(); await rm(dir, { recursive: true, force: true }) })
+  const lines: Array<Record<string, unknown>> = []
+  let logged!: () => void
+  const warned = new Promise<void>(resolve => { logged = resolve })
+  const log = pino({ level: 'debug' }, new Writable({
+    write (chunk: Buffer, _enc, cb) { lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>); logged(); cb() }
+  }))
+  const state = new OAuthState(store, log)
+  state.prune = async () => { throw new Error('iterator closed under the prune') }
+  const code = await state.createCode({ client_id: 'c', redirect_uri: 'https://x/cb', profile_id: 'p', scopes: ['profile:read'], code_challenge: null }, 600)
+  await warned
+  t.equal(lines.length, 1)
+  t.match(lines[0], { level: 40, msg: 'pruning expired OAuth codes and device sessions failed; retried in an hour', err: { message: 'iterator closed under the prune' } })
+  t.notOk(JSON.stringify(lines).includes(code), 'the code is not logged')
+  t.ok(await state.getCode(digest(code)))
 })

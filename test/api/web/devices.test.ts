@@ -20,11 +20,9 @@ t.test('operator pairs an unpaired strap and its readings arrive under the membe
     await svc.stop()
     await ble.stop()
   })
-  const rider = await svc.user('rider')
-  await svc.user('other')
+  const [rider, , browser] = await Promise.all([svc.user('rider'), svc.user('other'), launch(t)])
   const read = await svc.token('rider', 'data:heart_rate:read')
 
-  const browser = await launch(t)
   const errors: string[] = []
   const { page } = await newPage(browser, errors)
   await page.goto(`${svc.url}/operator/signin`)

@@ -6,8 +6,7 @@ import { launch, newPage, text, unlabelled } from '../../helpers/browser.ts'
 
 t.test('a member opts in to Home Assistant on /me and out again', async t => {
   const svc = await startTestService(t)
-  const profile = await svc.user('lea')
-  const browser = await launch(t)
+  const [profile, browser] = await Promise.all([svc.user('lea'), launch(t)])
   const errors: string[] = []
   const { page } = await newPage(browser, errors)
   await page.goto(`${svc.url}/me`)

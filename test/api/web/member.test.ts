@@ -11,12 +11,11 @@ declare const document: { querySelector (selector: string): PageElement | null }
 
 t.test('a member signs in, sees today, edits widgets and game mod, and disconnects an app', async t => {
   const svc = await startTestService(t)
-  const profile = await svc.user('mia', { premium: 'trial', age: 35, weight_kg: 60, sex: 'female' })
+  const [profile, browser] = await Promise.all([svc.user('mia', { premium: 'trial', age: 35, weight_kg: 60, sex: 'female' }), launch(t)])
   const write = await svc.token('mia', 'data:heart_rate:write')
   const base = Date.now() - 60_000
   for (let i = 0; i < 13; i++) t.equal(await postReading(svc.url, write, 100 + i, base + i * 4000), 200)
 
-  const browser = await launch(t)
   const errors: string[] = []
   const { page } = await newPage(browser, errors)
 

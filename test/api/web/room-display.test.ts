@@ -14,15 +14,9 @@ const tileCount = (n: number) => (expected: number): boolean => document.querySe
 
 t.test('room display gains and loses tiles as the operator adds and removes members', async t => {
   const svc = await startTestService(t)
-  const alice = await svc.user('alice', { age: 40 })
-  await svc.user('bob', { max_heart_rate: 200 })
-  const carol = await svc.user('carol')
-  const tokens = {
-    alice: await svc.token('alice', 'data:heart_rate:write'),
-    bob: await svc.token('bob', 'data:heart_rate:write'),
-    carol: await svc.token('carol', 'data:heart_rate:write')
-  }
-  const browser = await launch(t)
+  const [alice, , carol, browser] = await Promise.all([svc.user('alice', { age: 40 }), svc.user('bob', { max_heart_rate: 200 }), svc.user('carol'), launch(t)])
+  const [aliceWrite, bobWrite, carolWrite] = await Promise.all(['alice', 'bob', 'carol'].map(async u => await svc.token(u, 'data:heart_rate:write')))
+  const tokens = { alice: aliceWrite ?? '', bob: bobWrite ?? '', carol: carolWrite ?? '' }
   const errors: string[] = []
   const opErrors: string[] = []
   const { page: op } = await newPage(browser, opErrors)
@@ -55,6 +49,8 @@ t.test('room display gains and loses tiles as the operator adds and removes memb
   if (link === null) throw new Error('no display link')
 
   const { page: screen } = await newPage(browser, errors)
+  // The page's clock: it runs with real time, and jumps over the waits for no signal and for a reconnect.
+  await screen.clock.install()
   const shown = await screen.goto(link)
   t.equal(shown?.status(), 200)
   t.equal(await text(screen, '#room-name'), 'Spin class')
@@ -112,7 +108,8 @@ t.test('room display gains and loses tiles as the operator adds and removes memb
   await until(screen, tileCount(2), 2)
   t.same(await screen.locator('.tile .name').allTextContents(), ['Alice', 'Carol'])
 
-  // Without readings a tile shows no signal.
+  // Without readings a tile shows no signal (10 s after the last one, on the page's clock).
+  await screen.clock.fastForward(10_000)
   await until(screen, ([s, v]) => document.querySelector(s)?.getAttribute('data-state') === v, [`.tile[data-profile-id="${alice}"]`, 'no-signal'] as const, 30_000)
   t.equal(await text(screen, `.tile[data-profile-id="${alice}"] .num`), '--')
 
@@ -123,7 +120,10 @@ t.test('room display gains and loses tiles as the operator adds and removes memb
   t.equal((await fetch(link)).status, 404)
   t.equal((await fetch(link.replace('/display?', '/display/state?'))).status, 404)
   t.equal((await fetch(fresh ?? '')).status, 200)
-  // The open display loses its stream and shows that its link was revoked.
+  // The open display loses its stream, asks again after a second's backoff (the page's clock jumps over
+  // it) and shows that its link was revoked.
+  await until(screen, ([s, v]: [string, string[]]) => v.includes(document.querySelector(s)?.getAttribute('data-connection') ?? ''), ['#room', ['reconnecting', 'gone']])
+  await screen.clock.fastForward(1250)
   await until(screen, ([s, v]) => document.querySelector(s)?.getAttribute('data-connection') === v, ['#room', 'gone'] as const, 30_000)
   t.equal(await text(screen, '#connection'), 'This display link was revoked. Ask the operator for the new link.')
   t.same(errors.filter(e => !/(status of|response code:) 40[34]/.test(e)), [], 'no errors on the display besides the refused reconnect')
@@ -161,4 +161,36 @@ t.test('operator forms need the operator session and the CSRF token', async t =>
   // The old (pre-sign-in) session id no longer works.
   const old = await fetch(`${svc.url}/operator`, { headers: { cookie }, redirect: 'manual' })
   t.equal(old.status, 303)
+})
+
+t.test('a display that loaded slowly still draws the newest readings in the trend', async t => {
+  // The page's first estimate of the server's clock comes from its HTML; a page
+  // whose script ran 3 s after that starts 3 s behind. Readings timed by the server must
+  // still count as now, not as the future (the trend drops future samples).
+  const svc = await startTestService(t)
+  const [id, browser] = await Promise.all([svc.user('dana', { max_heart_rate: 200 }), launch(t)])
+  const token = await svc.token('dana', 'data:heart_rate:write')
+  const rooms = svc.service.services.rooms
+  const room = await rooms.create('Late screen')
+  await rooms.upsertMember(room.room_id, id, { display_name: 'Dana' })
+  const errors: string[] = []
+  const { page } = await newPage(browser, errors)
+  // A slow load: the page script starts 3 s after the server wrote the page's
+  // clock into its HTML (the lag is the condition under test). The page's clock
+  // reads 3 s ahead while the page loads, as the real clock would after 3 s, and
+  // is set back to the real time once the script has run, without waiting the 3 s.
+  await page.clock.install({ time: Date.now() + 3000 })
+  await page.goto(`${svc.url}/rooms/${room.room_id}/display?display_id=${room.display_id}`)
+  // The stream is open once the page leaves 'connecting' (a member without readings: 'no-signal').
+  await until(page, ([s, v]) => !['', v].includes(document.querySelector(s)?.getAttribute('data-connection') ?? ''), ['#room', 'connecting'] as const)
+  t.ok(await page.evaluate('Date.now()') as number >= Date.now() + 2000, 'the script started with the page\'s clock 3 s past the server\'s')
+  await page.clock.setSystemTime(Date.now())
+  const now = Date.now()
+  t.equal(await postReading(svc.url, token, 120, now - 2000), 200)
+  t.equal(await postReading(svc.url, token, 126, now), 200)
+  await textIs(page, `.tile[data-profile-id="${id}"] .num`, '126')
+  const points = await page.locator(`.tile[data-profile-id="${id}"] polyline`).getAttribute('points')
+  t.equal(points?.split(' ').length, 2, 'both readings are on the trend line')
+
+  t.same(errors, [])
 })

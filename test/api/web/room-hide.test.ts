@@ -17,8 +17,7 @@ const stateIs = async (page: import('playwright-core').Page, id: string, state: 
 
 t.test('a member hides from room displays and comes back', async t => {
   const svc = await startTestService(t)
-  const alice = await svc.user('alice', { max_heart_rate: 200 })
-  const bob = await svc.user('bob', { max_heart_rate: 200 })
+  const [alice, bob, browser] = await Promise.all([svc.user('alice', { max_heart_rate: 200 }), svc.user('bob', { max_heart_rate: 200 }), launch(t)])
   const rooms = svc.service.services.rooms
   const room = await rooms.create('Spin')
   await rooms.upsertMember(room.room_id, alice, { display_name: 'Alice' })
@@ -31,7 +30,6 @@ t.test('a member hides from room displays and comes back', async t => {
   const aliceApi = await openWs(wsUrl(svc.url, `/api/v2/data/rooms/${room.room_id}/real_time?access_token=${await svc.token('alice', 'data:room:read')}&${kinds}`))
   t.teardown(() => { for (const c of [display, bobApi, aliceApi]) c.ws.terminate() })
 
-  const browser = await launch(t)
   const errors: string[] = []
   const { page: screen } = await newPage(browser, errors)
   await screen.goto(link)
@@ -88,11 +86,20 @@ t.test('a member hides from room displays and comes back', async t => {
   // She comes back: displays learn it, and her next reading shows.
   await Promise.all([me.waitForURL(/\/me#room-displays$/), me.getByRole('button', { name: 'Show me on room displays again' }).click()])
   t.equal(await text(me, '#room-visibility'), 'Room displays show you.')
-  t.equal((await svc.service.services.users.get(alice))?.room_hidden, undefined)
+  const ended = (await svc.service.services.users.get(alice))?.room_hidden
+  t.ok(ended !== undefined && ended.since === stored?.since && ended.until !== null && ended.until <= Date.now() && ended.until < (stored?.until ?? 0), 'the hidden period ends now and is kept')
   t.equal(JSON.parse(await display.next()).room_member_updated.config.paused, false)
+  // What she read while hidden stays off displays after she shows again: not in the state, the page or the stream.
+  const shown = await (await fetch(link.replace('/display?', '/display/state?'))).json() as { members: Array<Record<string, unknown>> }
+  const back = shown.members.find(m => m.profile_id === alice)
+  t.same([back?.paused, back?.latest, back?.trend], [false, null, []], 'no latest or trend from the hidden time')
+  t.notMatch(await (await fetch(link)).text(), /161/, 'her bpm of the hidden time is nowhere in the page')
   await stateIs(screen, alice, 'no-signal')
+  t.equal(await text(screen, `.tile[data-profile-id="${alice}"] .num`), '--')
+  // A reading measured while she hid that arrives only now (a device's backlog) is not streamed to displays.
+  t.equal(await postReading(svc.url, write.alice, 150, (ended?.until ?? 0) - 1000), 200)
   t.equal(await postReading(svc.url, write.alice, 133), 200)
-  t.same(JSON.parse(await display.next()).heart_rate, { profile_id: alice, bpm: 133 })
+  t.same(JSON.parse(await display.next()).heart_rate, { profile_id: alice, bpm: 133 }, 'the next message is her reading measured after she came back')
   await textIs(screen, `.tile[data-profile-id="${alice}"] .num`, '133')
 
   // "until I turn it off" stores no end; an unknown choice is refused and changes nothing.

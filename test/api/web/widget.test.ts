@@ -29,6 +29,8 @@ t.test('widget overlay follows readings, colours by range, goes no-signal, and 4
   const browser = await launch(t)
   const errors: string[] = []
   const { page } = await newPage(browser, errors)
+  // The page's clock runs with real time and jumps over the wait for no signal.
+  await page.clock.install()
   const res = await page.goto(`${svc.url}/widgets/${widgetId}/view`)
   t.equal(res?.status(), 200)
   t.match(res?.headers()['content-security-policy'] ?? '', /script-src 'self'/)
@@ -56,7 +58,8 @@ t.test('widget overlay follows readings, colours by range, goes no-signal, and 4
   t.equal(await style(page, '#bpm', 'color'), 'rgb(255, 0, 0)', '100 is in the second range')
   await page.screenshot({ path: join(ARTIFACTS, 'widget-1920x1080.png') })
 
-  // Nothing for a few seconds: the no-signal state.
+  // Nothing for 5 s (on the page's clock): the no-signal state.
+  await page.clock.fastForward(5000)
   await dataIs(page, '#widget', 'state', 'no-signal', 30_000)
   t.equal(await text(page, '#bpm'), '--')
   t.equal(await text(page, '#status'), 'no signal')
@@ -89,6 +92,8 @@ t.test('the overlay reconnects by itself when the server goes away and comes bac
   const browser = await launch(t)
   const errors: string[] = []
   const { page } = await newPage(browser, errors)
+  // The page's clock runs with real time and jumps over the reconnect backoff.
+  await page.clock.install()
   t.equal((await page.goto(`${first.url}/widgets/${w.id}/view`))?.status(), 200)
   await dataIs(page, '#widget', 'state', 'waiting')
   t.equal(await postReading(first.url, write, 70), 200)
@@ -101,6 +106,8 @@ t.test('the overlay reconnects by itself when the server goes away and comes bac
   // Same data directory and port: the widget, the token and the page's URL stay valid.
   const second = await startTestService(t, { data_dir: dataDir, http: { port: Number(port) } })
   t.equal(second.url, first.url)
+  // The next attempt is due within the longest backoff (10 s): fire it now.
+  await page.clock.fastForward(10_000)
   await dataIs(page, '#widget', 'state', 'waiting', 30_000)
   t.equal(await postReading(second.url, write, 71), 200)
   await textIs(page, '#bpm', '71')
