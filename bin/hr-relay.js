@@ -2,9 +2,13 @@
 // Runs the compiled CLI in dist/ (built by `npm run build`, which `npm install`
 // runs through the `prepare` script): no TypeScript compiler at run time.
 // When dist/ is missing or older than the sources (a `git pull` without a
-// build), it says so and runs the TypeScript sources through tsx instead;
-// HR_RELAY_FROM_SOURCE=1 (set by `npm test`) always runs the sources.
+// build), it says so and runs the TypeScript sources instead, through the
+// project's load hook (scripts/ts-loader-hooks.mjs, which strips the types
+// with esbuild); HR_RELAY_FROM_SOURCE=1 (set by `npm test`) always runs the
+// sources. esbuild is a development dependency, so that path exists only in a
+// development install.
 import { readdirSync, statSync } from 'node:fs'
+import { createRequire, register } from 'node:module'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -44,9 +48,19 @@ const stale = process.env.HR_RELAY_FROM_SOURCE === '1' ? 'HR_RELAY_FROM_SOURCE=1
 if (stale === undefined) {
   mod = await import(COMPILED)
 } else {
-  if (process.env.HR_RELAY_FROM_SOURCE !== '1') process.stderr.write(`hr-relay: ${stale}; running the TypeScript sources through tsx (slower start). Run \`npm run build\`.\n`)
-  const { register } = await import('tsx/esm/api')
-  register()
+  const hooks = new URL('../scripts/ts-loader-hooks.mjs', import.meta.url)
+  try {
+    createRequire(import.meta.url).resolve('esbuild')
+    if (statSync(hooks, { throwIfNoEntry: false }) === undefined) throw Object.assign(new Error('no hooks'), { code: 'MODULE_NOT_FOUND' })
+  } catch (err) {
+    if (err?.code !== 'MODULE_NOT_FOUND') throw err
+    // esbuild is a development dependency: an install with --omit=dev has no way to
+    // run the sources, only the build that `npm ci && npm run build` makes.
+    process.stderr.write(`hr-relay: ${stale}, and esbuild is not installed (an install without development dependencies) to run the TypeScript sources. Run \`npm ci && npm run build\` in ${ROOT}.\n`)
+    process.exit(1)
+  }
+  if (process.env.HR_RELAY_FROM_SOURCE !== '1') process.stderr.write(`hr-relay: ${stale}; running the TypeScript sources through esbuild (slower start). Run \`npm run build\`.\n`)
+  register(hooks)
   mod = await import('./cli.ts')
 }
 const code = await mod.main(process.argv.slice(2))

@@ -10,7 +10,13 @@ import type { ServerInfo } from './main.ts'
 const serverInfoFile = (dataDir: string): string => join(dataDir, 'server.json')
 
 export class CliError extends Error {
-  constructor (message: string, readonly exitCode = 1, readonly body?: unknown) { super(message); this.name = 'CliError' }
+  /** Stable (relay/error-codes.ts): a usage error (exit code 2), a refusal of the admin API (with its body), another failure. */
+  readonly code: 'HR_CLI_USAGE' | 'HR_CLI_ADMIN_REFUSED' | 'HR_CLI_FAILED'
+  constructor (message: string, readonly exitCode = 1, readonly body?: unknown) {
+    super(message)
+    this.name = 'CliError'
+    this.code = exitCode === 2 ? 'HR_CLI_USAGE' : body === undefined ? 'HR_CLI_FAILED' : 'HR_CLI_ADMIN_REFUSED'
+  }
 }
 
 type Flags = Record<string, string | boolean | string[] | undefined>

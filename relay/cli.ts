@@ -16,13 +16,16 @@ ${adminUsage()}
 
 export type SubcommandRunner = (argv: string[]) => Promise<number>
 
+/** Where main() writes its output and messages: the process's own streams, or (a test running a command in-process) others. */
+export interface CliStreams { stdout: { write (text: string): unknown }, stderr: { write (text: string): unknown } }
+
 /** Subcommands contributed by other folders (the simulator registers `sim`). */
 export const SUBCOMMANDS: Record<string, SubcommandRunner> = {}
 
 /** Hooks of `start` contributed by other folders (bin/cli.ts adds the demo's), made fresh for each start. */
 export const START_HOOKS: Array<() => ServiceHooks> = []
 
-async function start (argv: string[]): Promise<number> {
+async function start (argv: string[], io: CliStreams): Promise<number> {
   let values
   try {
     ({ values } = parseArgs({
@@ -38,10 +41,10 @@ async function start (argv: string[]): Promise<number> {
       }
     }))
   } catch (err) {
-    process.stderr.write(`hr-relay start: ${(err as Error).message}\n${usage()}`)
+    io.stderr.write(`hr-relay start: ${(err as Error).message}\n${usage()}`)
     return 2
   }
-  if (values.help === true) { process.stdout.write(usage()); return 0 }
+  if (values.help === true) { io.stdout.write(usage()); return 0 }
   const [{ loadConfig }, { startService }] = await Promise.all([import('./config.ts'), import('./main.ts')])
   const config = await loadConfig({
     ...(values.config === undefined ? {} : { file: values.config }),
@@ -72,24 +75,24 @@ async function isOperatorError (err: unknown): Promise<Error | undefined> {
   return err instanceof ConfigError || err instanceof StoreLockedError || err instanceof StoreOpenError || err instanceof DataDirError || err instanceof ListenError ? err : undefined
 }
 
-export async function main (argv: string[]): Promise<number> {
+export async function main (argv: string[], io: CliStreams = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
   const [cmd, ...rest] = argv
   try {
     switch (cmd) {
-      case 'start': return await start(rest)
+      case 'start': return await start(rest, io)
       case 'admin': {
-        if (rest.length === 0 || rest[0] === '--help' || rest[0] === '-h') { process.stdout.write(usage()); return rest.length === 0 ? 2 : 0 }
+        if (rest.length === 0 || rest[0] === '--help' || rest[0] === '-h') { io.stdout.write(usage()); return rest.length === 0 ? 2 : 0 }
         const { output } = await runAdmin(rest)
-        process.stdout.write(output + '\n')
+        io.stdout.write(output + '\n')
         return 0
       }
       case undefined: case '-h': case '--help': case 'help':
-        process.stdout.write(usage())
+        io.stdout.write(usage())
         return cmd === undefined ? 2 : 0
       default: {
         const runner = SUBCOMMANDS[cmd]
         if (runner !== undefined) return await runner(rest)
-        process.stderr.write(`hr-relay: unknown command ${cmd}\n${usage()}`)
+        io.stderr.write(`hr-relay: unknown command ${cmd}\n${usage()}`)
         return 2
       }
     }
@@ -97,8 +100,8 @@ export async function main (argv: string[]): Promise<number> {
     const json = rest.includes('--json')
     const known = err instanceof CliError ? err : await isOperatorError(err)
     if (known !== undefined) {
-      if (json) process.stdout.write(JSON.stringify({ error: known.message, ...(known instanceof CliError && known.body !== undefined ? { response: known.body } : {}) }) + '\n')
-      else process.stderr.write(`hr-relay: ${known.message}\n`)
+      if (json) io.stdout.write(JSON.stringify({ error: known.message, ...(known instanceof CliError && known.body !== undefined ? { response: known.body } : {}) }) + '\n')
+      else io.stderr.write(`hr-relay: ${known.message}\n`)
       return err instanceof CliError ? err.exitCode : 1
     }
     throw err

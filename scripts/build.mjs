@@ -6,7 +6,7 @@
 // only while no source is newer).
 // `--prepare` (the `prepare` script, run by `npm install` in a checkout): when
 // TypeScript is not installed (`--omit=dev`) or tsc fails, says so and exits 0,
-// so the install goes on and bin/hr-relay.js runs the sources through tsx.
+// so the install goes on and bin/hr-relay.js runs the sources through esbuild (scripts/ts-loader-hooks.mjs).
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { cp, readdir, rm, utimes, writeFile } from 'node:fs/promises'
@@ -33,13 +33,13 @@ async function assets (dir) {
 }
 
 if (prepare && !existsSync(TSC)) {
-  console.error('build: TypeScript is not installed (dev dependencies omitted); not building. bin/hr-relay.js will run the sources through tsx.')
+  console.error('build: TypeScript is not installed (dev dependencies omitted); not building. bin/hr-relay.js will run the sources through esbuild.')
   process.exit(0)
 }
 await rm(OUT, { recursive: true, force: true })
 const tsc = spawnSync(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', OUT], { cwd: ROOT, stdio: 'inherit' })
 if (tsc.status !== 0) {
-  console.error(`build: tsc failed (exit ${tsc.status})${prepare ? '; not building. bin/hr-relay.js will run the sources through tsx.' : ''}`)
+  console.error(`build: tsc failed (exit ${tsc.status})${prepare ? '; not building. bin/hr-relay.js will run the sources through esbuild.' : ''}`)
   await rm(OUT, { recursive: true, force: true })
   process.exit(prepare ? 0 : 1)
 }

@@ -45,7 +45,7 @@ async function stop (child: ChildProcess): Promise<void> {
 
 /**
  * The dbus-daemon and socat processes whose parent is `pid`: [pid, command name].
- * (Other children come and go: tsx starts an esbuild service when its cache misses.)
+ * (Other children come and go: the load hook starts an esbuild service when its cache misses.)
  */
 async function childrenOf (pid: number): Promise<Array<[number, string]>> {
   const out: Array<[number, string]> = []

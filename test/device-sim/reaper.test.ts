@@ -12,7 +12,7 @@ function alive (pid: number): boolean {
 
 for (const mode of ['attached', 'detached']) {
   t.test(`helpers (${mode}) are reaped when their owner is SIGKILLed`, async t => {
-    const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, mode], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, ['--import', fileURLToPath(new URL('../../scripts/ts-loader.mjs', import.meta.url)), FIXTURE, mode], { stdio: ['ignore', 'pipe', 'inherit'] })
     const pids = await new Promise<Record<string, number>>((resolve, reject) => {
       let out = ''
       child.stdout.on('data', d => { out += d; const nl = out.indexOf('\n'); if (nl >= 0) resolve(JSON.parse(out.slice(0, nl))) })

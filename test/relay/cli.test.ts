@@ -1,13 +1,17 @@
 // The operator CLI as an operator uses it: a spawned `hr-relay start`, then
-// admin subcommands in separate processes talking to it over loopback.
+// admin subcommands talking to it over loopback: one as a separate process (the
+// real binary's exit code and output), the others through the CLI's entry
+// function in this process (test/helpers/cli.ts runMain), which is what the
+// binary runs, as is a second `start` on the same directory (the spawned
+// server, another process, holds the store's lock).
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { BIN, runCli } from '../helpers/cli.ts'
+import { BIN, runCli, runMain } from '../helpers/cli.ts'
 
-const run = runCli
+const run = runMain
 
 async function waitForServer (dataDir: string, child: ChildProcess): Promise<string> {
   for (let i = 0; i < 600; i++) {
@@ -49,7 +53,7 @@ t.test('start, admin subcommands with --json, a second server on the same direct
   t.equal(user.username, 'alice')
   t.match(user.profile_id, /^[0-9a-f-]{36}$/)
 
-  const dup = await run(['admin', 'user', 'add', 'alice', '--password', 'password123', '--data-dir', dataDir, '--json'])
+  const dup = await runCli(['admin', 'user', 'add', 'alice', '--password', 'password123', '--data-dir', dataDir, '--json'])
   t.equal(dup.code, 1)
   const dupBody = JSON.parse(dup.stdout)
   t.match(dupBody.error, /HTTP 409/)

@@ -1,10 +1,12 @@
-// bin/hr-relay.js runs the compiled dist/ while it is current (no tsx, no
-// esbuild loaded), and the TypeScript sources through tsx, saying so, when
-// dist/ is missing or older than a source. A small tree inside the project
-// (git-ignored .tap/, so tsx resolves from node_modules) stands in for it.
+// bin/hr-relay.js runs the compiled dist/ while it is current (no esbuild
+// loaded), and the TypeScript sources through the project's load hook
+// (scripts/ts-loader-hooks.mjs, esbuild), saying so, when dist/ is missing or
+// older than a source. A small tree inside the project (git-ignored .tap/, so
+// esbuild resolves from node_modules) stands in for it.
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
-import { copyFile, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
+import { copyFile, cp, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -17,6 +19,8 @@ async function tree (t: Test): Promise<string> {
   t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
   await mkdir(join(dir, 'bin'))
   await copyFile(join(ROOT, 'bin/hr-relay.js'), join(dir, 'bin/hr-relay.js'))
+  await mkdir(join(dir, 'scripts'))
+  await copyFile(join(ROOT, 'scripts/ts-loader-hooks.mjs'), join(dir, 'scripts/ts-loader-hooks.mjs'))
   await mkdir(join(dir, 'relay'))
   await writeFile(join(dir, 'relay/cli-entry.ts'), 'export {}\n')
   await writeFile(join(dir, 'bin/cli.ts'), "export async function main (argv: string[]): Promise<number> { process.stdout.write('source ' + argv.join(' ') + '\\n'); return 0 }\n")
@@ -45,7 +49,7 @@ async function run (dir: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: n
   return { code, stdout, stderr, modules: await readFile(log, 'utf8') }
 }
 
-t.test('a current dist/ runs without tsx or esbuild', async t => {
+t.test('a current dist/ runs without esbuild', async t => {
   const dir = await tree(t)
   const r = await run(dir)
   t.equal(r.stdout, 'dist a b\n')
@@ -55,14 +59,15 @@ t.test('a current dist/ runs without tsx or esbuild', async t => {
   t.match(r.modules, /dist\/bin\/cli\.js/)
 })
 
-t.test('a source newer than the build runs the sources through tsx and says why', async t => {
+t.test('a source newer than the build runs the sources through the load hook and says why', async t => {
   const dir = await tree(t)
   await utimes(join(dir, 'relay/cli-entry.ts'), new Date(), new Date())
   const r = await run(dir)
   t.equal(r.stdout, 'source a b\n')
   t.equal(r.code, 0)
-  t.equal(r.stderr, 'hr-relay: relay/ changed after the last build; running the TypeScript sources through tsx (slower start). Run `npm run build`.\n')
-  t.match(r.modules, /node_modules\/tsx\//)
+  t.equal(r.stderr, 'hr-relay: relay/ changed after the last build; running the TypeScript sources through esbuild (slower start). Run `npm run build`.\n')
+  t.match(r.modules, /scripts\/ts-loader-hooks\.mjs/)
+  t.notMatch(r.modules, /node_modules\/tsx\//)
 })
 
 t.test('a file added to a source folder after the build counts as a change', async t => {
@@ -78,7 +83,7 @@ t.test('no dist/ (or no stamp) runs the sources and says dist/ is missing', asyn
   await rm(join(dir, 'dist/.build-stamp'))
   const r = await run(dir)
   t.equal(r.stdout, 'source a b\n')
-  t.match(r.stderr, /^hr-relay: dist\/ is missing; running the TypeScript sources through tsx/)
+  t.match(r.stderr, /^hr-relay: dist\/ is missing; running the TypeScript sources through esbuild/)
 })
 
 t.test('HR_RELAY_FROM_SOURCE=1 runs the sources silently even with a current dist/', async t => {
@@ -86,4 +91,17 @@ t.test('HR_RELAY_FROM_SOURCE=1 runs the sources silently even with a current dis
   const r = await run(dir, { HR_RELAY_FROM_SOURCE: '1' })
   t.equal(r.stdout, 'source a b\n')
   t.equal(r.stderr, '')
+})
+
+t.test('without esbuild (an install with --omit=dev) a stale build exits 1 and says how to build', async t => {
+  // The same tree outside the project, where no node_modules/esbuild resolves.
+  const inside = await tree(t)
+  const dir = await mkdtemp(join(tmpdir(), 'hr-relay-bin-'))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  await cp(inside, dir, { recursive: true })
+  await rm(join(dir, 'dist/.build-stamp'))
+  const r = await run(dir)
+  t.equal(r.code, 1)
+  t.equal(r.stdout, '')
+  t.equal(r.stderr, `hr-relay: dist/ is missing, and esbuild is not installed (an install without development dependencies) to run the TypeScript sources. Run \`npm ci && npm run build\` in ${dir}/.\n`)
 })
