@@ -38,7 +38,7 @@ export const blePath: Scenario = {
   reference: 'a bare node-ble client subscribed to the same emulated straps',
   async run (ctx: Context): Promise<Outcome> {
     const n = ctx.quick ? 2 : 20
-    const windowMs = ctx.quick ? 2000 : 20_000
+    const windowMs = ctx.quick ? 1000 : 20_000
     // Reference first, on its own emulator (both emulators start at once; each path gets fresh straps).
     const [refStraps, straps] = await bothOrNeither(Worker.start('workers/ble-straps.ts'), Worker.start('workers/ble-straps.ts'))
     const serverOptions = (busAddress: string): StartOptions => ({ env: { HR_RELAY_BLE: '1', DBUS_SYSTEM_BUS_ADDRESS: busAddress }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })

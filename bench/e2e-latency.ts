@@ -2,9 +2,11 @@
 // user; time from the device's PUBLISH to the subscriber's receipt of the
 // reading. Reference: the same generator and the same N devices publishing
 // through a bare Aedes broker to one MQTT subscriber (no auth, storage or API).
+import { availableParallelism } from 'node:os'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
+import { allCpus, pinProcess, startHog } from './lib/hog.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
 import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
@@ -15,56 +17,103 @@ import type { Receipts } from './workers/ws-viewers.ts'
 
 const sizes = (quick: boolean): number[] => quick ? [25] : [200, 2000]
 
-async function measure (devices: Worker, receivers: Worker, rate: number, windowMs: number): Promise<{ report: PublishReport, delivery: Delivery }> {
-  // Warm-up (JIT, connection buffers), not recorded: a quarter of the window, at most a second.
-  await devices.call('publish', { rate, durationMs: Math.min(1000, windowMs / 4), qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
-  await receivers.call('start')
-  const report = await devices.call<PublishReport>('publish', { rate, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
-  // Stragglers: until every reading arrived, at most min(1.5 s, half the window).
-  const [receipts] = await receiptsWhenComplete([receivers], report.sends.size, rs => deliveryOne(report.sends, rs[0] as Receipts).lost, Math.min(1500, windowMs / 2))
-  return { report, delivery: deliveryOne(report.sends, receipts as Receipts) }
+/** Where the measured side runs: beside a CPU hog, pinned to a core, with node options (the contention and pi-profile scenarios). */
+export interface Placement {
+  /** One busy process per core from before the warm-up until the stragglers are in. */
+  hog?: boolean
+  /** taskset CPU list for the server (hr-relay or the bare broker), e.g. "0". */
+  serverCpus?: string
+  /** Node options for hr-relay, e.g. --max-old-space-size=256. */
+  nodeOptions?: string[]
+  /** taskset CPU list for the generator and the receivers while they measure (restored after). */
+  workerCpus?: string
+  /** Extra environment for hr-relay (the unit's Environment=). */
+  env?: Record<string, string>
 }
 
-async function throughHrRelay (ctx: Context, devices: Worker, n: number, windowMs: number): Promise<{ d: Delivery, report: PublishReport }> {
+async function measure (devices: Worker, receivers: Worker, rate: number, windowMs: number, placement: Placement = {}): Promise<{ report: PublishReport, delivery: Delivery }> {
+  const pinned = placement.workerCpus === undefined ? [] : [devices.pid, receivers.pid]
+  for (const pid of pinned) await pinProcess(pid, placement.workerCpus as string)
+  const hog = placement.hog === true ? startHog() : undefined
+  try {
+    // Warm-up (JIT, connection buffers), not recorded: a quarter of the window, at most a second.
+    await devices.call('publish', { rate, durationMs: Math.min(1000, windowMs / 4), qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
+    await receivers.call('start')
+    const report = await devices.call<PublishReport>('publish', { rate, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
+    // Stragglers: until every reading arrived, at most min(1.5 s, half the window).
+    const [receipts] = await receiptsWhenComplete([receivers], report.sends.size, rs => deliveryOne(report.sends, rs[0] as Receipts).lost, Math.min(1500, windowMs / 2))
+    return { report, delivery: deliveryOne(report.sends, receipts as Receipts) }
+  } finally {
+    await hog?.stop()
+    for (const pid of pinned) await pinProcess(pid, allCpus()).catch(() => {})
+  }
+}
+
+interface Measured { d: Delivery, report: PublishReport }
+
+/**
+ * N devices through hr-relay: one window as placed; with `hogWindowMs`, a
+ * second window on the same server and connections beside the CPU hog.
+ */
+export async function throughHrRelay (ctx: Context, devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number): Promise<Measured & { hogged?: Measured }> {
   const f = await fleet(n, ctx.log)
   const dataDir = await freshCopy(f)
   const [server, viewers] = await bothOrNeither(
-    startServer({ dataDir, removeDataDir: true, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) }),
+    startServer({
+      dataDir,
+      removeDataDir: true,
+      ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }),
+      ...(placement.serverCpus === undefined ? {} : { cpus: placement.serverCpus }),
+      ...(placement.nodeOptions === undefined ? {} : { nodeOptions: placement.nodeOptions }),
+      ...(placement.env === undefined ? {} : { env: placement.env })
+    }),
     Worker.start('workers/ws-viewers.ts'))
   try {
     const port = requireMqtt(server)
     await openViewers(viewers, viewersFor(server.url, f.users.slice(0, n)))
     await devices.call('connect', port, f.devices.slice(0, n))
-    const { report, delivery } = await measure(devices, viewers, n, windowMs)
+    const { report, delivery } = await measure(devices, viewers, n, windowMs, placement)
+    let hogged: Measured | undefined
+    if (hogWindowMs !== undefined) {
+      ctx.log(`e2e-latency: ${n} devices through hr-relay beside a CPU hog`)
+      const h = await measure(devices, viewers, n, hogWindowMs, { ...placement, hog: true })
+      hogged = { d: h.delivery, report: h.report }
+    }
     await devices.call('close')
-    return { d: delivery, report }
+    return { d: delivery, report, ...(hogged === undefined ? {} : { hogged }) }
   } finally {
     await devices.call('close').catch(() => {}); await viewers.stop(); await server.stop()
   }
 }
 
-async function throughAedes (devices: Worker, n: number, windowMs: number): Promise<Delivery> {
+export async function throughAedes (devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number): Promise<Delivery & { hogged?: Delivery }> {
   const [broker, sub] = await bothOrNeither(Worker.start('workers/aedes-ref.ts'), Worker.start('workers/mqtt-subscriber.ts'))
   try {
     const port = await broker.call<number>('start')
+    if (placement.serverCpus !== undefined) await pinProcess(broker.pid, placement.serverCpus)
     const ids = Array.from({ length: n }, (_, i) => `ref${i}`)
     await sub.call('open', port, ids)
     await devices.call('connect', port, ids.map(device_id => ({ device_id })))
-    const { delivery } = await measure(devices, sub, n, windowMs)
+    const { delivery } = await measure(devices, sub, n, windowMs, placement)
+    const hogged = hogWindowMs === undefined ? undefined : (await measure(devices, sub, n, hogWindowMs, { ...placement, hog: true })).delivery
     await devices.call('close'); await sub.call('close')
-    return delivery
+    return { ...delivery, ...(hogged === undefined ? {} : { hogged }) }
   } finally {
+    if (placement.serverCpus !== undefined) await pinProcess(broker.pid, allCpus()).catch(() => {})
     await devices.call('close').catch(() => {}); await sub.stop(); await broker.stop()
   }
 }
 
 export const e2eLatency: Scenario = {
   name: 'e2e-latency',
-  reference: 'bare Aedes broker, one MQTT subscriber on the device topics, same generator and devices',
+  reference: 'bare Aedes broker, one MQTT subscriber on the device topics, same generator and devices (the contention rows: under the same CPU hog)',
   fleetSize: quick => Math.max(...sizes(quick)),
   async run (ctx: Context): Promise<Outcome> {
-    const windowMs = ctx.quick ? 2000 : 20_000
+    const windowMs = ctx.quick ? 1000 : 20_000
+    // Contention: a second window on the same connections beside one busy process per core (both sides).
+    const hogWindowMs = ctx.quick ? 500 : 10_000
     const figures: Figure[] = []
+    const contention: Figure[] = []
     const notes: string[] = []
     let lost = 0
     const ns = sizes(ctx.quick)
@@ -72,9 +121,9 @@ export const e2eLatency: Scenario = {
     try {
       for (const n of ns) {
         ctx.log(`e2e-latency: ${n} devices through hr-relay`)
-        const { d, report } = await throughHrRelay(ctx, devices, n, windowMs)
+        const { d, report, hogged } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs)
         ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
-        const ref = await throughAedes(devices, n, windowMs)
+        const ref = await throughAedes(devices, n, windowMs, {}, hogWindowMs)
         const last = n === ns[ns.length - 1]
         const refName = 'bare Aedes'
         figures.push(figure(`p50 publish→WebSocket, ${n} devices`, d.summary.p50, 'ms', { name: refName, value: ref.summary.p50 }))
@@ -84,10 +133,21 @@ export const e2eLatency: Scenario = {
         figures.push(figure(`readings lost, ${n} devices`, d.lost, 'readings', undefined, { text: 'zero lost', met: d.lost === 0 }))
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
+        if (hogged !== undefined && ref.hogged !== undefined) {
+          const h = hogged.d
+          const hogRef = { name: 'bare Aedes, same hog', value: ref.hogged.summary.p50 }
+          contention.push(figure(`contention: p50 publish→WebSocket beside a CPU hog, ${n} devices`, h.summary.p50, 'ms', hogRef))
+          contention.push(figure(`contention: p99 publish→WebSocket beside a CPU hog, ${n} devices`, h.summary.p99, 'ms', { name: 'bare Aedes, same hog', value: ref.hogged.summary.p99 },
+            { text: 'p99 <= 3x reference under the same hog', met: h.summary.p99 <= 3 * ref.hogged.summary.p99 }))
+          contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, h.lost, 'readings', undefined, { text: 'zero lost', met: h.lost === 0 }))
+          lost += h.lost
+          notes.push(`contention, ${n} devices: ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from the warm-up to the stragglers of a ${hogWindowMs / 1000} s window on the same connections, both sides; ${h.expected} readings sent, ${h.received} received, ${hogged.report.unacked} without PUBACK; generator lag max ${hogged.report.maxLagMs.toFixed(1)} ms; reference lost ${ref.hogged.lost}`)
+        }
       }
     } finally {
       await devices.stop()
     }
+    figures.push(...contention)
     figures.push(await syncFigure(ctx.quick ? 100 : 500))
     return { figures, lost, notes }
   }

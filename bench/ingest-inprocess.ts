@@ -3,7 +3,7 @@
 // no HTTP. Prints readings/s and submit latency percentiles for:
 //   closed: every device submits its next reading once the previous one is acknowledged
 //   paced:  a fixed total rate spread over the devices (open loop)
-// Usage: node --import tsx bench/ingest-inprocess.ts [devices=2000] [readings=50000] [rates=2000,20000]
+// Usage: node --import ./scripts/ts-loader.mjs bench/ingest-inprocess.ts [devices=2000] [readings=50000] [rates=2000,20000]
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

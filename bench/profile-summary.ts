@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (from `npm run bench -- --profile`): self time
 // by function and by package/folder, so bench/README.md can say where the
-// time goes. Usage: node --import tsx bench/profile-summary.ts FILE [top] [skip-seconds]
+// time goes. Usage: node --import ./scripts/ts-loader.mjs bench/profile-summary.ts FILE [top] [skip-seconds]
 import { readFile } from 'node:fs/promises'
 
 interface Node { id: number, callFrame: { functionName: string, url: string, lineNumber: number }, hitCount?: number, children?: number[] }
@@ -45,7 +45,7 @@ export function summarizeProfile (p: Profile, top = 25, skipS = 0): string {
 
 if (process.argv[1]?.endsWith('profile-summary.ts') === true) {
   const file = process.argv[2]
-  if (file === undefined) { process.stderr.write('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile [top] [skip-seconds]\n'); process.exit(2) }
+  if (file === undefined) { process.stderr.write('usage: node --import ./scripts/ts-loader.mjs bench/profile-summary.ts FILE.cpuprofile [top] [skip-seconds]\n'); process.exit(2) }
   const p = JSON.parse(await readFile(file, 'utf8')) as Profile
   process.stdout.write(summarizeProfile(p, Number(process.argv[3] ?? 25), Number(process.argv[4] ?? 0)) + '\n')
 }

@@ -1,12 +1,12 @@
 // Prints the figures in bench/results/*.json as one Markdown table (for
-// bench/README.md). Usage: node --import tsx bench/report.ts
+// bench/README.md). Usage: node --import ./scripts/ts-loader.mjs bench/report.ts
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { fmt } from './lib/stats.ts'
 import type { ScenarioResult } from './lib/results.ts'
 
 const dir = fileURLToPath(new URL('./results/', import.meta.url))
-const order = ['latest-http', 'stats-30d', 'ingest-capacity', 'e2e-latency', 'ws-fanout', 'footprint', 'ble-path']
+const order = ['latest-http', 'stats-30d', 'ingest-capacity', 'e2e-latency', 'cost-curve', 'pi-profile', 'ws-fanout', 'footprint', 'ble-path', 'startup']
 const results: ScenarioResult[] = []
 for (const f of (await readdir(dir)).filter(f => f.endsWith('.json'))) results.push(JSON.parse(await readFile(dir + f, 'utf8')) as ScenarioResult)
 results.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario))

@@ -17,8 +17,10 @@ import { wsFanout } from './ws-fanout.ts'
 import { footprint } from './footprint.ts'
 import { blePath } from './ble-path.ts'
 import { startup } from './startup.ts'
+import { costCurve } from './cost-curve.ts'
+import { piProfile } from './pi-profile.ts'
 
-export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, wsFanout, footprint, blePath, startup]
+export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, costCurve, piProfile, wsFanout, footprint, blePath, startup]
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url))
 
 async function main (): Promise<number> {

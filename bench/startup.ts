@@ -14,7 +14,7 @@ import { ROOT, startServer, tempDir } from './lib/server.ts'
 import { summarize } from './lib/stats.ts'
 
 const BIN = join(ROOT, 'bin/hr-relay.js')
-const FALLBACK = /running the TypeScript sources through tsx/
+const FALLBACK = /running the TypeScript sources through esbuild/
 
 /** The environment of an operator's shell: no HR_RELAY_FROM_SOURCE, BLE off, quiet log. */
 function env (): NodeJS.ProcessEnv {
@@ -74,10 +74,10 @@ export const startup: Scenario = {
   name: 'startup',
   reference: '`node -e 0` (a bare node start), median of the same number of runs in the same run',
   async run (ctx: Context): Promise<Outcome> {
-    const n = ctx.quick ? 5 : 20
-    const nStart = ctx.quick ? 3 : 10
+    const n = ctx.quick ? 3 : 20
+    const nStart = ctx.quick ? 2 : 10
     const notes: string[] = []
-    // The installed box runs dist/; build it when bin/hr-relay.js would fall back to tsx.
+    // The installed box runs dist/; build it when bin/hr-relay.js would fall back to the sources.
     const probe = await timed([BIN, '--help'])
     if (FALLBACK.test(probe.stderr)) {
       ctx.log(`startup: ${probe.stderr.trim()}; building dist/ (npm run build)`)

@@ -86,7 +86,7 @@ export const wsFanout: Scenario = {
   reference: 'a bare `ws` server forwarding the same payloads from a publisher socket to the same viewers',
   fleetSize: quick => Math.max(...cases(quick).map(c => c.users)),
   async run (ctx: Context): Promise<Outcome> {
-    const windowMs = ctx.quick ? 2000 : 20_000
+    const windowMs = ctx.quick ? 1000 : 20_000
     const figures: Figure[] = []
     const notes: string[] = []
     let lost = 0
@@ -97,7 +97,9 @@ export const wsFanout: Scenario = {
       ctx.log(`ws-fanout: ${label} through bare ws`)
       const ref = await reference(c, windowMs)
       figures.push(figure(`p50 delivery, ${label}`, d.summary.p50, 'ms', { name: 'bare ws', value: ref.summary.p50 }))
-      figures.push(figure(`p99 delivery, ${label}`, d.summary.p99, 'ms', { name: 'bare ws', value: ref.summary.p99 }, { text: 'p99 <= 20 ms', met: d.summary.p99 <= 20 }))
+      figures.push(figure(`p99 delivery, ${label}`, d.summary.p99, 'ms', { name: 'bare ws', value: ref.summary.p99 }, { text: 'p99 <= bare ws reference', met: d.summary.p99 <= ref.summary.p99 }))
+      // The issue asks how far from 20 ms it is: a figure of its own, no target (the reference sets the bar on this machine).
+      figures.push(figure(`p99 delivery above 20 ms, ${label} (bare ws: ${(ref.summary.p99 - 20).toFixed(1)} ms)`, d.summary.p99 - 20, 'ms'))
       figures.push(figure(`deliveries lost, ${label}`, d.lost, 'messages', undefined, { text: 'zero lost', met: d.lost === 0 }))
       notes.push(`${label}: ${d.expected} deliveries expected in ${windowMs / 1000} s, ${d.received} received; reference lost ${ref.lost}. Latency includes hr-relay's MQTT ingest and fsync before the fan-out.`)
       lost += d.lost

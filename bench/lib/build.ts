@@ -1,5 +1,5 @@
 // A compiled build of hr-relay for the footprint (production runs `npm run
-// build`, not tsx): the same scripts/build.mjs, into bench/results/build.
+// build`, not the TypeScript load hook): the same scripts/build.mjs, into bench/results/build.
 import { spawn } from 'node:child_process'
 import { access } from 'node:fs/promises'
 import { join } from 'node:path'

@@ -1,5 +1,5 @@
 // Starts hr-relay from a compiled build (`tsc -p tsconfig.build.json --outDir DIR`)
-// without tsx, as `npm run build && hr-relay start` runs in production.
+// without the TypeScript load hook, as `npm run build && hr-relay start` runs in production.
 // Usage: node bench/lib/compiled-server.mjs DIR/relay/cli-entry.js start ...
 import { pathToFileURL } from 'node:url'
 

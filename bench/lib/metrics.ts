@@ -30,3 +30,16 @@ export async function ingestHistogram (httpUrl: string): Promise<IngestHistogram
   if (res.status !== 200) return undefined
   return parseIngestHistogram(await res.text())
 }
+
+/** Sum of hr_relay_readings_stored_total over its sources; undefined when the server does not export it. */
+export function parseStoredTotal (text: string): number | undefined {
+  let total: number | undefined
+  for (const m of text.matchAll(/^hr_relay_readings_stored_total(?:\{[^}]*\})? ([0-9.e+-]+)$/gm)) total = (total ?? 0) + Number(m[1])
+  return total
+}
+
+export async function storedTotal (httpUrl: string): Promise<number | undefined> {
+  const res = await fetch(`${httpUrl}/metrics`)
+  if (res.status !== 200) return undefined
+  return parseStoredTotal(await res.text())
+}

@@ -1,6 +1,6 @@
 // Load generators and references run in their own processes (never in the
 // server's, never in the orchestrator's event loop). A worker is a TypeScript
-// file run through tsx with an IPC channel; the parent calls its exported
+// file run through scripts/ts-loader.mjs with an IPC channel; the parent calls its exported
 // handlers by name and gets their results back (structured clone, so Maps
 // and typed arrays travel as they are).
 import { fork, type ChildProcess } from 'node:child_process'
@@ -13,10 +13,11 @@ interface Reply { id: number, ok: boolean, value?: unknown, error?: string }
 /**
  * --quick keeps stopped workers for the next scenario that starts the same
  * file with the same environment, when the worker has a `reset` handler
- * (closes its connections, forgets its state): a tsx process start costs
+ * (closes its connections, forgets its state): a worker process start costs
  * 0.5–2.5 s of CPU here. Full runs start every worker fresh.
  */
 let reuse = false
+const LOADER = fileURLToPath(new URL('../../scripts/ts-loader.mjs', import.meta.url))
 const idle = new Map<string, Worker[]>()
 
 export function reuseWorkers (on: boolean): void { reuse = on }
@@ -61,7 +62,7 @@ export class Worker {
     }
     const path = fileURLToPath(new URL(`../${file}`, import.meta.url))
     const child = fork(path, [], {
-      execArgv: ['--import', 'tsx', '--max-old-space-size=2048'],
+      execArgv: ['--import', LOADER, '--max-old-space-size=2048'],
       serialization: 'advanced',
       env: { ...process.env, ...env },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc']

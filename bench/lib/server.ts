@@ -21,8 +21,12 @@ export interface StartOptions {
   env?: Record<string, string>
   /** Write a V8 CPU profile into this directory when the server exits. */
   cpuProfileDir?: string
-  /** Run this compiled entry (bench/lib/build.ts) instead of bin/hr-relay.js through tsx. */
+  /** Run this compiled entry (bench/lib/build.ts) instead of bin/hr-relay.js running the sources. */
   compiledEntry?: string
+  /** Run the server pinned to these CPUs (`taskset -c LIST node ...`), e.g. "0" for the pi-profile. */
+  cpus?: string
+  /** Extra node options before the script, e.g. --max-old-space-size=256. */
+  nodeOptions?: string[]
 }
 
 export interface BenchServer {
@@ -69,8 +73,10 @@ export async function startServer (options: StartOptions = {}): Promise<BenchSer
     await writeFile(file, JSON.stringify(options.config))
     args.push('--config', file)
   }
-  const execArgv = options.cpuProfileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir]
-  const child = spawn(process.execPath, [...execArgv, ...args], {
+  const execArgv = [...(options.nodeOptions ?? []), ...(options.cpuProfileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', options.cpuProfileDir])]
+  // taskset execs node, so the child's pid is the server's (for /proc/<pid>/stat and RSS).
+  const [cmd, ...cmdArgs] = options.cpus === undefined ? [process.execPath, ...execArgv, ...args] : ['taskset', '-c', options.cpus, process.execPath, ...execArgv, ...args]
+  const child = spawn(cmd as string, cmdArgs, {
     cwd: ROOT,
     env: { ...process.env, HR_RELAY_BLE: '0', HR_RELAY_LOG_LEVEL: 'warn', HR_RELAY_DATA_DIR: dataDir, ...options.env },
     stdio: ['ignore', 'ignore', 'pipe']

@@ -1,0 +1,37 @@
+// The CPU hog of the contention scenarios: one busy process per core
+// (`node -e 'for(;;){}'`), as a kiosk browser, BlueZ and other jobs share a
+// relay box's cores. Started and stopped by the scenario around the window.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { availableParallelism } from 'node:os'
+
+export interface Hog { processes: number, stop (): Promise<void> }
+
+export function startHog (processes = availableParallelism()): Hog {
+  const children: ChildProcess[] = []
+  for (let i = 0; i < processes; i++) children.push(spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }))
+  return {
+    processes,
+    stop: async () => {
+      await Promise.all(children.map(async c => {
+        if (c.exitCode !== null || c.signalCode !== null) return
+        const gone = new Promise<void>(resolve => { c.once('exit', () => { resolve() }) })
+        c.kill('SIGKILL')
+        await gone
+      }))
+    }
+  }
+}
+
+/** Pins every thread of a running process to `cpus` (a taskset list such as "0" or "0-1"). */
+export async function pinProcess (pid: number, cpus: string): Promise<void> {
+  const child = spawn('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  child.stderr.on('data', (c: Buffer) => { err += c.toString('utf8') })
+  const code = await new Promise<number | null>(resolve => { child.once('exit', resolve) })
+  if (code !== 0) throw new Error(`taskset -a -p -c ${cpus} ${pid} failed (exit ${code}): ${err.trim()}`)
+}
+
+/** Every CPU of this machine as a taskset list ("0-1" on 2 cores). */
+export function allCpus (): string {
+  return `0-${availableParallelism() - 1}`
+}
