@@ -99,15 +99,20 @@ function paused (t) {
   reorder()
 }
 
-function reading (t, bpm, at) {
-  t.member.paused = false
+/** The bpm with its percent of the member's maximum and its zone. */
+function showBpm (t, bpm) {
   const z = zoneOf(bpm, t.member.max_heart_rate, t.member.zones)
   t.node.dataset.state = 'live'
   t.node.dataset.zone = String(z.index)
   t.num.textContent = String(Math.round(bpm))
   t.zone.textContent = `${z.percent}% · ${z.name}`
-  setKcal(t)
   t.sort = { bpm, percent: z.percent, zone: z.index }
+}
+
+function reading (t, bpm, at) {
+  t.member.paused = false
+  showBpm(t, bpm)
+  setKcal(t)
   if (t.samples.length === 0 || t.samples[t.samples.length - 1][0] < at) t.samples.push([at, bpm])
   skew = Math.max(skew, at - Date.now())
   const now = serverNow()
@@ -127,6 +132,10 @@ function adopt (m) {
     t.samples = [...m.trend]
     if (m.latest && serverNow() - m.latest.measured_at <= STALE_MS) reading(t, m.latest.heart_rate, m.latest.measured_at)
     else stale(t)
+  } else if (t.sort !== null) {
+    // A live tile: the maximum or the zones may have changed (a new member's tile shows its first readings with
+    // the default maximum until this state, which the server resolves, arrives).
+    showBpm(t, t.sort.bpm)
   }
 }
 

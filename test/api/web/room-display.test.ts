@@ -74,7 +74,8 @@ t.test('room display gains and loses tiles as the operator adds and removes memb
   t.equal(await postReading(svc.url, tokens.alice, 140, now - 2000), 200)
   t.equal(await postReading(svc.url, tokens.alice, 144, now), 200)
   await textIs(screen, `.tile[data-profile-id="${alice}"] .num`, '144')
-  t.equal(await text(screen, `.tile[data-profile-id="${alice}"] .zone`), '80% · Zone 4 · hard')
+  // The new tile's maximum comes with the state the page fetches when the member appears; a reading may come first.
+  await textIs(screen, `.tile[data-profile-id="${alice}"] .zone`, '80% · Zone 4 · hard')
   t.equal(await style(screen, `.tile[data-profile-id="${alice}"]`, 'background-color'), 'rgb(255, 194, 51)')
   t.match(await text(screen, `.tile[data-profile-id="${alice}"] .kcal`), /^\d+ kcal today$/)
   t.not(await screen.locator(`.tile[data-profile-id="${alice}"] polyline`).getAttribute('points'), '', 'trend line drawn')
@@ -192,5 +193,20 @@ t.test('a display that loaded slowly still draws the newest readings in the tren
   const points = await page.locator(`.tile[data-profile-id="${id}"] polyline`).getAttribute('points')
   t.equal(points?.split(' ').length, 2, 'both readings are on the trend line')
 
+  // A member added while the display runs: the tile comes from room_member_updated, and the maximum the server
+  // resolves (here 220 - 40 = 180) from the state the page then fetches. Readings that arrive before that state show
+  // with the default maximum of 190; the state, once it arrives, corrects the live tile without a further reading.
+  const eve = await svc.user('eve', { age: 40 })
+  const eveToken = await svc.token('eve', 'data:heart_rate:write')
+  let release = (): void => {}
+  const held = new Promise<void>(resolve => { release = resolve })
+  await page.route(/\/display\/state\?/, async route => { await held; await route.continue() })
+  await rooms.upsertMember(room.room_id, eve, { display_name: 'Eve' })
+  t.equal(await postReading(svc.url, eveToken, 144), 200)
+  await textIs(page, `.tile[data-profile-id="${eve}"] .num`, '144')
+  t.equal(await text(page, `.tile[data-profile-id="${eve}"] .zone`), '76% · Zone 3 · moderate', 'before the state: the default maximum')
+  release()
+  await textIs(page, `.tile[data-profile-id="${eve}"] .zone`, '80% · Zone 4 · hard')
+  t.equal(await text(page, `.tile[data-profile-id="${eve}"] .num`), '144')
   t.same(errors, [])
 })
