@@ -125,7 +125,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
       healthSources.push(() => [upstream.health()])
     }
     // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
-    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, resolveOwner: async deviceId => devices.ownerOf(deviceId) })
+    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, resolveOwner: deviceId => devices.ownerOf(deviceId) })
     stack.push(async () => { await data.pipeline.stop() })
     const offStored = data.hub.subscribeAll(r => {
       metrics.readingStored(r.source)

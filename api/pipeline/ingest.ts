@@ -81,7 +81,7 @@ export class Pipeline implements Ingest {
     this.now = o.now ?? Date.now
     this.env = {
       users: o.users,
-      resolveOwner: o.resolveOwner ?? (async () => undefined),
+      resolveOwner: o.resolveOwner ?? (() => undefined),
       now: this.now,
       window: now => measuredAtWindow({ now, rawRetentionDays: o.retention.rawDays, ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs }) }),
       counters: this.counters,
@@ -101,7 +101,8 @@ export class Pipeline implements Ingest {
     for (const step of READING_STEPS) {
       let reason: DropReason | undefined
       try {
-        reason = await step(this.env, ctx)
+        const answer = step(this.env, ctx)
+        reason = answer instanceof Promise ? await answer : answer
       } catch (err) {
         this.o.log?.error({ err, step: step.name }, 'ingest step failed')
         throw err

@@ -13,7 +13,8 @@ import type { Hub } from '../hub.ts'
 import type { DropReason, IngestResult, Reading, ReadingSource, StoredReading } from './reading.ts'
 import { checkReading } from '../../firmware-protocol/reading-contract.ts'
 
-export type ResolveOwner = (deviceId: string) => Promise<string | undefined>
+/** The owner of a device id; may answer synchronously (the device registry answers from memory). */
+export type ResolveOwner = (deviceId: string) => string | undefined | Promise<string | undefined>
 
 export interface IngestCounters {
   received: number
@@ -45,6 +46,11 @@ export interface ReadingEnv {
 /** One reading on its way through the reading steps. */
 export interface ReadingCtx { reading: Reading, profileId?: string, stored?: StoredReading }
 
+/**
+ * A reading step. A step answers synchronously when it can, and returns a promise only when it has to wait
+ * (a store read): the pipeline awaits only promises, so a reading that needs no I/O passes every step in one
+ * turn, without a microtask per step.
+ */
 export type ReadingStep = (env: ReadingEnv, ctx: ReadingCtx) => Promise<DropReason | undefined> | DropReason | undefined
 
 /** validate: the reading contract (firmware-protocol/reading-contract.ts, the one every codec applies) and the ids. */
@@ -59,14 +65,13 @@ export function validate (_env: ReadingEnv, ctx: ReadingCtx): DropReason | undef
 }
 
 /** resolveOwner: the reading's profile, given or (for a device reading above 0 bpm) its device's owner. */
-export async function resolveOwner (env: ReadingEnv, ctx: ReadingCtx): Promise<undefined> {
+export function resolveOwner (env: ReadingEnv, ctx: ReadingCtx): Promise<undefined> | undefined {
   const r = ctx.reading
   if (r.profile_id !== undefined) { ctx.profileId = r.profile_id; return undefined }
-  if (r.device_id !== undefined && r.heart_rate > 0) {
-    const owner = await env.resolveOwner(r.device_id)
-    if (owner !== undefined) ctx.profileId = owner
-  }
-  return undefined
+  if (r.device_id === undefined || r.heart_rate <= 0) return undefined
+  const owner = env.resolveOwner(r.device_id)
+  if (!(owner instanceof Promise)) { if (owner !== undefined) ctx.profileId = owner; return undefined }
+  return owner.then(o => { if (o !== undefined) ctx.profileId = o; return undefined })
 }
 
 /**
@@ -87,15 +92,23 @@ export function paused (env: ReadingEnv, ctx: ReadingCtx): DropReason | undefine
  * filter: drops what is not stored (0 bpm or below, no owner, an unknown profile, outside the window)
  * and makes the reading to store, with the clock-skew clamp.
  */
-export async function filter (env: ReadingEnv, ctx: ReadingCtx): Promise<DropReason | undefined> {
+export function filter (env: ReadingEnv, ctx: ReadingCtx): Promise<DropReason | undefined> | DropReason | undefined {
   const r = ctx.reading
   if (r.heart_rate <= 0) return 'non_positive'
   const profileId = ctx.profileId
   if (profileId === undefined) return 'unpaired'
-  if (!env.knownProfiles.has(profileId)) {
-    if (await env.users.get(profileId) === undefined) return 'unknown_profile'
+  if (env.knownProfiles.has(profileId)) return accept(env, ctx, profileId)
+  // A profile seen for the first time: asked once whether it exists.
+  return env.users.get(profileId).then(user => {
+    if (user === undefined) return 'unknown_profile'
     env.knownProfiles.add(profileId)
-  }
+    return accept(env, ctx, profileId)
+  })
+}
+
+/** The rest of filter for a known profile: the measured_at window, the clock-skew clamp, the reading to store. */
+function accept (env: ReadingEnv, ctx: ReadingCtx, profileId: string): DropReason | undefined {
+  const r = ctx.reading
   let t = Math.floor(r.measured_at)
   const now = env.now()
   const window = env.window(now)
