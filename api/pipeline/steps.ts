@@ -142,7 +142,6 @@ export interface GroupEnv { store: AtomicBatch, readings: ReadingStore, hub: Hub
 export interface Pending { reading: StoredReading, resolve (r: IngestResult): void, reject (err: unknown): void }
 /** The group being written, or the next one being gathered (plan undefined: plan it when its turn comes). */
 export interface Group { items: Pending[], plan: Plan | undefined }
-/** A group whose batch is being written. */
 /** A group whose batch is being written; `duplicates` is the plan's, as a set, for acknowledge and publish. */
 export interface Writing { group: Group, plan: Plan, duplicates: ReadonlySet<unknown>, done: Promise<unknown> }
 
