@@ -17,7 +17,7 @@ import type { HealthEntry } from '../../api/services.ts'
 import { BrokerAuth, type BrokerMetrics, type IntegrationAccess } from './auth.ts'
 import { MqttSource } from './mqtt-source.ts'
 import type { SourceSink } from '../sources/source.ts'
-import { limitStream } from './limits.ts'
+import { gateStream } from './limits.ts'
 import { assertAedesInternals } from '../dependency-internals.ts'
 import { ListenError } from '../listen-error.ts'
 
@@ -168,8 +168,8 @@ export class MqttBroker {
   handle (stream: Duplex, req?: IncomingMessage): void {
     const aedes = this.aedes
     if (aedes === null || aedes.closed) { stream.destroy(); return }
-    if (stream.listenerCount('error') === 0) stream.on('error', () => { /* reported through the limited stream */ })
-    const limited = limitStream(stream, this.config.maxPacketBytes, err => {
+    if (stream.listenerCount('error') === 0) stream.on('error', () => { /* aedes reports the connection's errors once it handles it */ })
+    const limited = gateStream(stream, this.config.maxPacketBytes, err => {
       this.deps.metrics?.dropped('mqtt_packet_too_large')
       this.log.warn({ remote: (stream as Socket).remoteAddress, err: err.message, code: (err as { code?: unknown }).code }, 'MQTT connection closed: packet above the byte limit')
     })

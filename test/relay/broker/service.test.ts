@@ -99,3 +99,22 @@ t.test('readings of a device that is not paired are not stored; the device appea
   const stored = await svc.service.services.pipeline.submit({ device_id: 'AA:BB:CC:DD:EE:01', measured_at: Date.now(), heart_rate: 71, source: 'ble' })
   t.equal(stored.status, 'stored')
 })
+
+t.test('MQTT over WebSocket: a packet above mqtt.max_packet_bytes closes that connection, stores nothing, and others go on', async t => {
+  const svc = await startTestService(t, { mqtt: { max_packet_bytes: 1024 } })
+  await svc.user('bob')
+  const cred = await svc.admin('POST', '/admin/devices', { device_id: 'ws-big', username: 'bob', kind: 'mqtt' })
+  const wsUrl = svc.url.replace(/^http/, 'ws') + '/mqtt'
+  const login = { username: cred.mqtt_username, password: cred.mqtt_password }
+  const big = await connect(t, wsUrl, { ...login, clientId: 'big' })
+  const gone = new Promise<void>(resolve => { big.once('close', () => { resolve() }) })
+  big.publish('hr-relay/v1/devices/ws-big/heart_rate', JSON.stringify({ measured_at: Date.now() - 500, heart_rate: 99, pad: 'x'.repeat(2000) }), { qos: 1 })
+  await gone
+  const other = await connect(t, wsUrl, { ...login, clientId: 'other' })
+  const measuredAt = Date.now() - 400
+  await other.publishAsync('hr-relay/v1/devices/ws-big/heart_rate', JSON.stringify({ measured_at: measuredAt, heart_rate: 77 }), { qos: 1 })
+  const metrics = await (await fetch(svc.url + '/metrics')).text()
+  t.match(metrics, /hr_relay_dropped_total\{reason="mqtt_packet_too_large"\} 1\n/)
+  const latest = await svc.admin('GET', '/admin/ingest')
+  t.equal(latest.pipeline.stored, 1, 'only the small reading was stored')
+})
