@@ -40,6 +40,26 @@ export function userHeartRateTopic (profileId: string): string {
   return `${TOPIC_PREFIX}/users/${profileId}/heart_rate`
 }
 
+/**
+ * Whether an MQTT topic filter matches some member's heart-rate topic
+ * (`hr-relay/v1/users/<profile_id>/heart_rate`), with `+` and `#` as MQTT
+ * 3.1.1 §4.7 defines them. A filter starting with a wildcard does not match a
+ * topic starting with `$`, and ours do not, so that rule does not apply here.
+ */
+export function filterMatchesUserHeartRate (filter: string): boolean {
+  const want = [...TOPIC_PREFIX.split('/'), 'users', undefined, 'heart_rate']
+  const got = filter.split('/')
+  for (let i = 0; i < got.length; i++) {
+    const level = got[i]
+    if (level === '#') return true
+    if (i >= want.length) return false
+    const w = want[i]
+    if (level === '+') continue
+    if (w === undefined ? level === '' : level !== w) return false
+  }
+  return got.length === want.length
+}
+
 /** Split a concrete topic name; null for anything that is not exactly one of our topics. */
 function levels (topic: unknown): string[] | null {
   if (typeof topic !== 'string' || topic.length === 0 || topic.length > MAX_TOPIC_LENGTH) return null

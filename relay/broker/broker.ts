@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type Client } from 'aedes'
 import type { Logger } from 'pino'
-import { deviceStatusTopic, encodeUserReading, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
+import { deviceStatusTopic, encodeUserReading, filterMatchesUserHeartRate, userHeartRateTopic, STATUS_OFFLINE, STATUS_ONLINE } from '../../firmware-protocol/mqtt.ts'
 import type { Ingest, IngestResult, Reading, StoredReading } from '../../api/pipeline/reading.ts'
 import type { Devices } from '../../api/store/devices.ts'
 import type { AppAuth } from '../../api/auth-port.ts'
@@ -68,6 +68,8 @@ export class MqttBroker {
   private readonly ownsSource: boolean
   private sourceAbort: AbortController | null = null
   private readonly conns = new Set<Duplex>()
+  /** Subscriptions whose filter matches a member's heart-rate topic (countUserTopicSubscriptions). */
+  private userTopicSubscriptions = 0
   private readonly cleanups: Array<() => void> = []
   private readonly deviceClients = new Map<string, Set<Client>>()
   /** Connected apps, each with the function that stops watching its token. */
@@ -93,6 +95,9 @@ export class MqttBroker {
 
   /** The TCP port the broker listens on (after start). */
   get port (): number | null { return this.listenPort }
+
+  /** How many subscriptions match a member's heart-rate topic now; with none, stored readings are not published. */
+  get userTopicSubscribers (): number { return this.userTopicSubscriptions }
 
   /** The sink of a source the broker owns: the pipeline, the metrics and the pairing list. */
   private sourceSink (): SourceSink {
@@ -123,6 +128,7 @@ export class MqttBroker {
     })
     assertAedesInternals(aedes)
     this.aedes = aedes
+    this.countUserTopicSubscriptions(aedes)
     this.auth.install(aedes)
     const onReady = (client: Client): void => { this.clientReady(client) }
     const onGone = (client: Client): void => { this.clientGone(client) }
@@ -178,10 +184,42 @@ export class MqttBroker {
     aedes.handle(limited, req)
   }
 
-  /** Publishes a stored reading on `hr-relay/v1/users/<profile_id>/heart_rate` (QoS 0, not retained). */
+  /**
+   * Counts the subscriptions whose filter matches a member's heart-rate topic. Every subscription of a client
+   * (and of an integration) reaches aedes' matcher through `aedes.subscribe`/`aedes.unsubscribe`, so both are
+   * wrapped on this instance; a filter counts once per subscriber function, as aedes registers it.
+   */
+  private countUserTopicSubscriptions (aedes: Aedes): void {
+    const byFilter = new Map<string, Set<unknown>>()
+    this.userTopicSubscriptions = 0
+    const subscribe = aedes.subscribe.bind(aedes)
+    const unsubscribe = aedes.unsubscribe.bind(aedes)
+    aedes.subscribe = (topic, func, done) => {
+      if (filterMatchesUserHeartRate(topic)) {
+        const funcs = byFilter.get(topic) ?? new Set()
+        if (!funcs.has(func)) { funcs.add(func); this.userTopicSubscriptions++ }
+        byFilter.set(topic, funcs)
+      }
+      subscribe(topic, func, done)
+    }
+    aedes.unsubscribe = (topic, func, done) => {
+      const funcs = byFilter.get(topic)
+      if (funcs?.delete(func) === true) {
+        this.userTopicSubscriptions--
+        if (funcs.size === 0) byFilter.delete(topic)
+      }
+      unsubscribe(topic, func, done)
+    }
+  }
+
+  /**
+   * Publishes a stored reading on `hr-relay/v1/users/<profile_id>/heart_rate` (QoS 0, not retained), when some
+   * subscription matches such a topic: a reading nobody subscribed to costs no packet, topic match or encoding
+   * (a QoS 0 message to no subscriber is not kept anywhere).
+   */
   publishReading (r: StoredReading): void {
     const aedes = this.aedes
-    if (aedes === null || aedes.closed) return
+    if (aedes === null || aedes.closed || this.userTopicSubscriptions === 0) return
     let topic: string
     try { topic = userHeartRateTopic(r.profile_id) } catch { return }
     aedes.publish({ cmd: 'publish', topic, payload: Buffer.from(encodeUserReading(r)), qos: 0, retain: false, dup: false }, err => {

@@ -4,7 +4,7 @@ import { Ajv } from 'ajv'
 import {
   TOPIC_PREFIX, deviceHeartRateTopic, deviceStatusTopic, userHeartRateTopic, parseDeviceTopic, parseUserTopic,
   isValidDeviceId, decodeDevicePayload, encodeDevicePayload, encodeUserReading, STATUS_ONLINE, STATUS_OFFLINE,
-  MAX_DEVICE_PAYLOAD_BYTES
+  MAX_DEVICE_PAYLOAD_BYTES, filterMatchesUserHeartRate
 } from '../../firmware-protocol/mqtt.ts'
 import { ProtocolError } from '../../firmware-protocol/errors.ts'
 
@@ -155,4 +155,13 @@ t.test('the JSON Schema file (ajv) and decodeDevicePayload agree', async (t) => 
     }
   }
   t.equal(valid, 7)
+})
+
+t.test('filterMatchesUserHeartRate: which MQTT topic filters match some member heart-rate topic', async t => {
+  const yes = ['#', 'hr-relay/#', 'hr-relay/v1/#', 'hr-relay/v1/users/#', 'hr-relay/v1/users/+/heart_rate', 'hr-relay/v1/users/abc/heart_rate',
+    'hr-relay/v1/users/abc/#', '+/+/+/+/+', '+/v1/users/+/heart_rate', 'hr-relay/v1/users/abc/heart_rate/#']
+  const no = ['hr-relay', 'hr-relay/v1/users', 'hr-relay/v1/users/+', 'hr-relay/v1/users/+/heart_rate/x', 'hr-relay/v1/devices/+/heart_rate',
+    'hr-relay/v2/users/+/heart_rate', '+/+/+/+', '+/+/+/+/+/+', 'hr-relay/v1/users//heart_rate', '$SYS/#', 'other/#']
+  for (const f of yes) t.equal(filterMatchesUserHeartRate(f), true, f)
+  for (const f of no) t.equal(filterMatchesUserHeartRate(f), false, f)
 })

@@ -2,6 +2,7 @@
 import t from 'tap'
 import { randomUUID } from 'node:crypto'
 import { closed, connackCode, payload, startBroker, subackCodes } from '../../helpers/broker.ts'
+import { until } from '../../helpers/wait.ts'
 
 const alice = randomUUID()
 const bob = randomUUID()
@@ -134,6 +135,36 @@ t.test('an app receives its own user\'s stored readings on its topic, not anothe
     { topic: `hr-relay/v1/users/${alice}/heart_rate`, body: '{"measured_at":1700000001000,"data":{"heart_rate":71}}' },
     { topic: `hr-relay/v1/users/${alice}/heart_rate`, body: '{"measured_at":1700000002000,"data":{"heart_rate":72}}' }
   ])
+})
+
+t.test('stored readings are published only while a subscription matches a member topic; it is counted once and uncounted on unsubscribe and on disconnect', async t => {
+  const h = await startBroker(t)
+  await h.device('hr-01', alice)
+  t.equal(h.broker.userTopicSubscribers, 0)
+  const topic = `hr-relay/v1/users/${alice}/heart_rate`
+  const app = await h.connect({ username: 'app', password: await h.token(alice) })
+  await app.subscribeAsync('hr-relay/v1/devices/hr-01/status')
+  t.equal(h.broker.userTopicSubscribers, 0, 'a device status subscription does not count')
+  t.same(await subackCodes(app, topic), [1])
+  t.same(await subackCodes(app, topic), [1])
+  t.equal(h.broker.userTopicSubscribers, 1, 'subscribing twice to one topic counts once')
+  await app.unsubscribeAsync(topic)
+  t.equal(h.broker.userTopicSubscribers, 0)
+  h.feed.emit({ profile_id: alice, measured_at: 1_700_000_003_000, heart_rate: 73, source: 'ble' })
+  const got: string[] = []
+  const one = new Promise<void>(resolve => { app.on('message', (_t, body) => { got.push(body.toString()); resolve() }) })
+  t.same(await subackCodes(app, topic), [1])
+  h.feed.emit({ profile_id: alice, measured_at: 1_700_000_004_000, heart_rate: 74, source: 'ble' })
+  await one
+  // A round trip after the reading: a second copy, or the unsubscribed one, would have arrived by now.
+  await app.subscribeAsync('hr-relay/v1/devices/hr-01/status')
+  t.same(got, ['{"measured_at":1700000004000,"data":{"heart_rate":74}}'])
+  const gone = closed(app)
+  app.end(true)
+  await gone
+  // The broker sees the socket close on its own turn: wait for that, not for a time.
+  await until('the broker uncounts the closed client\'s subscription', () => h.broker.userTopicSubscribers === 0)
+  t.equal(h.broker.userTopicSubscribers, 0, 'a disconnected client\'s subscription is uncounted')
 })
 
 t.test('device availability: retained online on connect, offline on disconnect, readable by the owner\'s app', async t => {
