@@ -2,6 +2,8 @@
 import t from 'tap'
 import { connect, type Socket } from 'node:net'
 import { randomUUID } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
 import { MalformedLengthError, MqttSizeGate, PacketTooLargeError } from '../../../relay/broker/limits.ts'
 import { closed, connackCode, payload, startBroker } from '../../helpers/broker.ts'
 
@@ -93,4 +95,17 @@ t.test('keepalive: 0 or above the limit is refused when a limit is set; a silent
   socket.write(Buffer.concat([Buffer.from([0x10, body.length]), body]))
   await new Promise<void>(resolve => { socket.once('close', () => { resolve() }) })
   t.same(Buffer.concat(packets), hex('20 02 00 00'), 'CONNACK accepted, then closed for silence')
+})
+
+t.test('mqtt-packet\'s cache of 65,536 number buffers stays empty while the broker serves (6.4 MB of heap)', async t => {
+  const h = await startBroker(t)
+  const cred = await h.device('hr-01', alice)
+  const client = await h.connect({ username: cred.username, password: cred.password })
+  await client.publishAsync('hr-relay/v1/devices/hr-01/heart_rate', payload(70), { qos: 1 })
+  t.same(h.ingest.readings.map(r => r.heart_rate), [70], 'the reading was acknowledged: aedes wrote CONNACK and PUBACK')
+  // The module aedes writes with is the one the broker configured.
+  const fromAedes = createRequire(fileURLToPath(import.meta.resolve('aedes'))).resolve('mqtt-packet')
+  t.equal(fromAedes, createRequire(import.meta.url).resolve('mqtt-packet'))
+  const numbers = createRequire(fromAedes)('./numbers.js') as { cache: Record<number, Buffer> }
+  t.equal(Object.keys(numbers.cache).length, 0)
 })
