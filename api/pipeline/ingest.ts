@@ -15,13 +15,13 @@
 // the next batch starts as soon as the previous one is durable. Batches are
 // written one at a time, in order, and acknowledged in that order.
 import type { Logger } from 'pino'
-import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
+import type { AtomicBatch, ReadingStore } from '../store/types.ts'
 import type { Hub } from '../hub.ts'
 import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading } from './reading.ts'
 import { measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
 import {
   READING_STEPS, acknowledge, plan, planOnTop, publish, write,
-  type Group, type GroupEnv, type IngestCounters, type Pending, type ProfileCheck, type ReadingCtx, type ReadingEnv, type ResolveOwner, type Writing
+  type Group, type GroupEnv, type IngestCounters, type Pending, type ProfileCheck, type ReadingCtx, type ReadingEnv, type ReadingStep, type ResolveOwner, type Writing
 } from './steps.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 
@@ -94,27 +94,42 @@ export class Pipeline implements Ingest {
   /** The device registry plugs in here (default: no pairing, device-only readings are dropped). */
   setResolveOwner (fn: ResolveOwner): void { this.env.resolveOwner = fn }
 
-  async submit (reading: Reading): Promise<IngestResult> {
-    if (this.stopped) throw new PipelineStoppedError()
+  /**
+   * Runs the reading steps and resolves once the reading's group is durable. Not an async function: a reading whose
+   * steps all answer synchronously (the usual case) costs one promise, the one it waits on for its group.
+   */
+  submit (reading: Reading): Promise<IngestResult> {
+    if (this.stopped) return Promise.reject(new PipelineStoppedError())
     this.counters.received++
-    const ctx: ReadingCtx = { reading }
-    for (const step of READING_STEPS) {
-      let reason: DropReason | undefined
+    return this.steps({ reading }, 0)
+  }
+
+  /** The reading steps from `from` on; continues after a step that had to wait. */
+  private steps (ctx: ReadingCtx, from: number): Promise<IngestResult> {
+    for (let i = from; i < READING_STEPS.length; i++) {
+      const step = READING_STEPS[i] as ReadingStep
+      let answer: ReturnType<ReadingStep>
       try {
-        const answer = step(this.env, ctx)
-        reason = answer instanceof Promise ? await answer : answer
+        answer = step(this.env, ctx)
       } catch (err) {
-        this.o.log?.error({ err, step: step.name }, 'ingest step failed')
-        throw err
+        return this.stepFailed(step, err)
       }
-      if (reason !== undefined) return this.drop(reason)
+      if (answer instanceof Promise) {
+        return answer.then(reason => reason === undefined ? this.steps(ctx, i + 1) : this.drop(reason), err => this.stepFailed(step, err))
+      }
+      if (answer !== undefined) return Promise.resolve(this.drop(answer))
     }
     const stored = ctx.stored
-    if (stored === undefined) return this.drop('invalid')
-    return await new Promise<IngestResult>((resolve, reject) => {
+    if (stored === undefined) return Promise.resolve(this.drop('invalid'))
+    return new Promise<IngestResult>((resolve, reject) => {
       this.pending.push({ reading: stored, resolve, reject })
       this.schedule()
     })
+  }
+
+  private stepFailed (step: ReadingStep, err: unknown): Promise<never> {
+    this.o.log?.error({ err, step: step.name }, 'ingest step failed')
+    return Promise.reject(err)
   }
 
   private drop (reason: DropReason): IngestResult {
@@ -158,22 +173,31 @@ export class Pipeline implements Ingest {
    */
   private async writeLoop (): Promise<void> {
     for (let cycles = 0; ;) {
-      await this.gather()
+      // Steps that need no I/O answer synchronously (undefined): the loop awaits only what has to wait.
+      const gathering = this.gather()
+      if (gathering !== undefined) await gathering
       if (this.inflight === undefined) {
         if (this.next.items.length === 0 || cycles >= MAX_CYCLES) {
           // A plan made on state a prune step may change is made again.
           this.next.plan = undefined
           return
         }
-        await this.startWrite()
+        const starting = this.startWrite()
+        if (starting !== undefined) await starting
         cycles++
         continue
       }
       const writing = this.inflight
-      const arrived = new Promise<void>(resolve => { this.wake = resolve })
-      const settled = await Promise.race([writing.done.then(() => true, () => true), arrived.then(() => false)])
-      this.wake = undefined
-      if (!settled) continue
+      if (!writing.settled) {
+        // One promise per wait: settled by the write (true) or by readings arriving meanwhile (false).
+        const settled = await new Promise<boolean>(resolve => {
+          this.wake = () => { resolve(false) }
+          writing.onSettled = () => { resolve(true) }
+        })
+        this.wake = undefined
+        writing.onSettled = undefined
+        if (!settled) continue
+      }
       this.inflight = undefined
       let ok = true
       try {
@@ -184,38 +208,44 @@ export class Pipeline implements Ingest {
         this.failed(writing.group, err)
       }
       // The next batch goes out before this one is acknowledged and published.
-      if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }
+      if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) {
+        const starting = this.startWrite()
+        if (starting !== undefined) await starting
+        cycles++
+      }
       if (ok) { acknowledge(this.groupEnv, writing); publish(this.groupEnv, writing) }
     }
   }
 
-  /** Moves pending readings into the next group, planned on top of the batch in flight when possible. */
-  private async gather (): Promise<void> {
+  /**
+   * Moves pending readings into the next group, planned on top of the batch in flight when possible.
+   * Undefined when nothing had to wait.
+   */
+  private gather (): Promise<void> | undefined {
     const room = (this.o.maxGroup ?? 5000) - this.next.items.length
-    if (room <= 0 || this.pending.length === 0) return
+    if (room <= 0 || this.pending.length === 0) return undefined
     const items = this.pending.splice(0, room)
     const next = this.next
     const plannable = next.items.length === 0 || next.plan !== undefined
     for (const it of items) next.items.push(it)
     const base = next.plan ?? this.inflight?.plan
-    if (!plannable || base === undefined) { next.plan = undefined; return }
-    const more = await planOnTop(this.groupEnv, items, base)
-    if (more === undefined) next.plan = undefined
-    else if (next.plan === undefined) next.plan = more
-    else next.plan.absorb(more)
+    if (!plannable || base === undefined) { next.plan = undefined; return undefined }
+    return planOnTop(this.groupEnv, items, base).then(more => {
+      if (more === undefined) next.plan = undefined
+      else if (next.plan === undefined) next.plan = more
+      else next.plan.absorb(more)
+    })
   }
 
-  private async startWrite (): Promise<void> {
+  /** Starts writing the next group; undefined when its plan was made already (no wait). */
+  private startWrite (): Promise<void> | undefined {
     const group = this.next
     this.next = { items: [], plan: undefined }
-    let planned: Plan
-    try {
-      planned = await plan(this.groupEnv, group)
-    } catch (err) {
-      this.failed(group, err)
-      return
+    if (group.plan !== undefined) {
+      this.inflight = write(this.groupEnv, group, group.plan)
+      return undefined
     }
-    this.inflight = write(this.groupEnv, group, planned)
+    return plan(this.groupEnv, group).then(planned => { this.inflight = write(this.groupEnv, group, planned) }, err => { this.failed(group, err) })
   }
 
   private failed (group: Group, err: unknown): void {

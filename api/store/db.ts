@@ -151,9 +151,10 @@ export class Store implements AtomicBatch {
    * sublevel's encoding). `sync` (one fsync for the whole batch) for OAuth
    * state changes and acknowledged readings.
    */
-  async batch (ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
-    if (ops.length === 0) return
-    await this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, options.sync === true ? SYNC : NO_SYNC)
+  batch (ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
+    if (ops.length === 0) return Promise.resolve()
+    // abstract-level's array batch is an async function (a throw in it rejects): its promise is returned as it is.
+    return this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, options.sync === true ? SYNC : NO_SYNC)
   }
 
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {

@@ -93,6 +93,11 @@ export class NeedsRead extends Error {}
 
 interface Point { t: number, hr: number }
 
+const minutesOf = (p: GroupPlan): Map<string, Rollup> => p.minutes
+const hoursOf = (p: GroupPlan): Map<string, Rollup> => p.hours
+const latestOf = (p: GroupPlan): Map<string, LatestRecord> => p.latest
+const byTime = (a: StoredReading, b: StoredReading): number => a.measured_at - b.measured_at
+
 /**
  * Plans a group of readings (already validated and owned) on top of `base`
  * (a plan not written yet, or undefined). Throws NeedsRead when planning on
@@ -135,20 +140,26 @@ export async function planGroup (ctx: PlanContext, group: StoredReading[], base:
     planned.set(key, r)
     return r
   }
-  const credit = async (profileId: string, latest0: LatestRecord | undefined, t: number, f: (r: Rollup) => void): Promise<void> => {
+  // Applies f to the minute and the hour rollup of t; a promise only when one of them has to be read.
+  const credit = (profileId: string, latest0: LatestRecord | undefined, t: number, f: (r: Rollup) => void): Promise<void> | undefined => {
     const m = minuteOf(t)
     const mk = readingKey(profileId, m)
-    f(known(plan.minutes, p => p.minutes, caches.minute, mk, m, profileId, latest0) ?? await load(plan.minutes, ctx.minutes, mk))
+    const minute = known(plan.minutes, minutesOf, caches.minute, mk, m, profileId, latest0)
     const h = hourOf(t)
     const hk = m === h ? mk : readingKey(profileId, h)
-    f(known(plan.hours, p => p.hours, caches.hour, hk, h, profileId, latest0) ?? await load(plan.hours, ctx.hours, hk))
+    const hour = known(plan.hours, hoursOf, caches.hour, hk, h, profileId, latest0)
+    if (minute !== undefined && hour !== undefined) { f(minute); f(hour); return undefined }
+    return (async () => {
+      f(minute ?? await load(plan.minutes, ctx.minutes, mk))
+      f(hour ?? await load(plan.hours, ctx.hours, hk))
+    })()
   }
 
   for (const [profileId, list] of byProfile) {
     // Ascending order (stable: the first of equal timestamps wins), so every
     // reading inserted earlier in this group is before the current one.
-    list.sort((a, b) => a.measured_at - b.measured_at)
-    const cachedLatest = GroupPlan.find(base, p => p.latest, profileId) ?? caches.latest.get(profileId)
+    if (list.length > 1) list.sort(byTime)
+    const cachedLatest = GroupPlan.find(base, latestOf, profileId) ?? caches.latest.get(profileId)
     const latest0 = cachedLatest === undefined ? await read(async () => await ctx.latest(profileId)) : cachedLatest ?? undefined
     let latest = latest0
     let lastInserted: Point | undefined
@@ -169,12 +180,16 @@ export async function planGroup (ctx: PlanContext, group: StoredReading[], base:
         succ = after === undefined ? undefined : { t: after.measured_at, hr: after.heart_rate }
       }
       const c = pred === undefined ? 0 : streamCredit(t - pred.t, gap)
-      await credit(profileId, latest0, t, x => { addReading(x, t, r.heart_rate, c) })
+      const crediting = credit(profileId, latest0, t, x => { addReading(x, t, r.heart_rate, c) })
+      if (crediting !== undefined) await crediting
       if (succ !== undefined) {
         const s = succ
         const before = pred === undefined ? 0 : streamCredit(s.t - pred.t, gap)
         const after = streamCredit(s.t - t, gap)
-        if (before !== after) await credit(profileId, latest0, s.t, x => { changeCredit(x, s.t, s.hr, before, after) })
+        if (before !== after) {
+          const changing = credit(profileId, latest0, s.t, x => { changeCredit(x, s.t, s.hr, before, after) })
+          if (changing !== undefined) await changing
+        }
       }
       plan.raw.push({ type: 'put', sublevel: ctx.raw, key: readingKey(profileId, t), value: encodeRaw(r) })
       if (latest === undefined || t > latest.measured_at) {
