@@ -1,6 +1,7 @@
 // The device registry: which user a device (BLE strap address, serial device
 // id, MQTT device id) belongs to, the MQTT credentials the operator issued for
-// it (scrypt hash only), and a live, bounded list of devices seen in range.
+// it (scrypt hash only), and the live state of devices: every paired device's,
+// and a bounded list of unpaired devices seen in range.
 // `load()` reads the pairings into memory once so that `ownerOf` (the
 // pipeline's owner resolution, on the hot path) does no I/O.
 import type { Store, Sub } from './db.ts'
@@ -30,7 +31,7 @@ export class InvalidDeviceIdError extends Error {
 
 const DEVICE_ID_RE = /^[A-Za-z0-9:_.-]{1,64}$/
 const MAC_RE = /^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$/
-/** Sightings kept at most (the oldest are forgotten first). */
+/** Sightings of unpaired devices kept at most (the least recently seen are forgotten first); paired devices' states are always kept. */
 export const MAX_SIGHTINGS = 512
 
 /** BLE addresses compare case-insensitively (BlueZ reports them upper case); other ids are exact. */
@@ -42,7 +43,10 @@ export class Devices implements DeviceStore {
   private readonly sub: Sub<DeviceRecord>
   private readonly byId = new Map<string, DeviceRecord>()
   private readonly byMqttUser = new Map<string, DeviceRecord>()
+  /** Live state of paired devices, one per pairing, updated in place (a reading of each device every second). */
   private readonly live = new Map<string, DeviceState>()
+  /** Live state of unpaired devices, least recently seen first, at most MAX_SIGHTINGS. */
+  private readonly strangers = new Map<string, DeviceState>()
   private readonly removedListeners = new Set<(device: DeviceRecord) => void>()
   private loaded = false
   /** Pairing and unpairing of one device id run one at a time. */
@@ -63,6 +67,9 @@ export class Devices implements DeviceStore {
   private index (record: DeviceRecord): void {
     this.byId.set(record.device_id, record)
     if (record.mqtt_username !== undefined) this.byMqttUser.set(record.mqtt_username, record)
+    // A device seen before it was paired keeps what was seen of it.
+    const seen = this.strangers.get(record.device_id)
+    if (seen !== undefined) { this.strangers.delete(record.device_id); this.live.set(record.device_id, seen) }
   }
 
   private ensureLoaded (): void {
@@ -95,6 +102,8 @@ export class Devices implements DeviceStore {
       } catch (err) {
         this.byId.delete(id)
         if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+        const seen = this.live.get(id)
+        if (seen !== undefined) { this.live.delete(id); this.seenStranger(id, seen) }
         throw err
       }
       return { device: record, mqtt_password: password }
@@ -111,6 +120,8 @@ export class Devices implements DeviceStore {
       await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
       this.byId.delete(id)
       if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+      const seen = this.live.get(id)
+      if (seen !== undefined) { this.live.delete(id); this.seenStranger(id, seen) }
       for (const fn of this.removedListeners) fn(record)
       return record
     })
@@ -154,42 +165,56 @@ export class Devices implements DeviceStore {
   /** A source saw a device (fed by `SourceSink.device` and by the broker). */
   sighting (s: Sighting): void {
     const id = normalizeDeviceId(s.device_id)
-    const prev = this.live.get(id)
-    const state: DeviceState = { ...prev, ...dropUndefined(s), device_id: id }
-    this.live.delete(id)
-    this.live.set(id, state)
-    while (this.live.size > MAX_SIGHTINGS) {
-      const oldest = this.live.keys().next().value
+    if (this.byId.has(id)) {
+      this.live.set(id, { ...this.live.get(id), ...dropUndefined(s), device_id: id })
+      return
+    }
+    this.seenStranger(id, { ...this.strangers.get(id), ...dropUndefined(s), device_id: id })
+  }
+
+  /** An unpaired device's state, moved to the newest end; the least recently seen beyond MAX_SIGHTINGS are forgotten. */
+  private seenStranger (id: string, state: DeviceState): void {
+    this.strangers.delete(id)
+    this.strangers.set(id, state)
+    while (this.strangers.size > MAX_SIGHTINGS) {
+      const oldest = this.strangers.keys().next().value
       if (oldest === undefined) break
-      this.live.delete(oldest)
+      this.strangers.delete(oldest)
     }
   }
 
-  /** A device sent a reading (stored or not): remembered as its last reading. */
+  /**
+   * A device sent a reading (stored or not): remembered as its last reading. This runs for every reading, so a
+   * paired device's state is updated in place: no new object and no reordering of the map (which made V8 rebuild
+   * a 2,000-entry table every few dozen readings at 2,000 devices).
+   */
   readingSeen (deviceId: string, source: ReadingSource, reading: { heart_rate: number, measured_at: number, battery_percent?: number }, now = Date.now()): void {
     const id = normalizeDeviceId(deviceId)
-    const state = this.live.get(id)
+    const paired = this.byId.has(id)
+    const state = paired ? this.live.get(id) : this.strangers.get(id)
     if (state === undefined) {
       this.sighting({ device_id: id, source, connected: true, seen_at: now, ...(reading.battery_percent === undefined ? {} : { battery_percent: reading.battery_percent }) })
     } else {
-      // Runs for every stored reading: update in place (no new object), and move it to the newest end.
-      this.live.delete(id)
-      this.live.set(id, state)
+      if (!paired) this.seenStranger(id, state)
       state.source = source
       state.seen_at = now
       if (reading.battery_percent !== undefined) state.battery_percent = reading.battery_percent
     }
-    const current = this.live.get(id)
-    if (current !== undefined) current.last_reading = { heart_rate: reading.heart_rate, measured_at: reading.measured_at }
+    const current = this.stateOf(id)
+    if (current === undefined) return
+    const last = current.last_reading
+    if (last === undefined) current.last_reading = { heart_rate: reading.heart_rate, measured_at: reading.measured_at }
+    else { last.heart_rate = reading.heart_rate; last.measured_at = reading.measured_at }
   }
 
   stateOf (deviceId: string): DeviceState | undefined {
-    return this.live.get(normalizeDeviceId(deviceId))
+    const id = normalizeDeviceId(deviceId)
+    return this.live.get(id) ?? this.strangers.get(id)
   }
 
   /** Devices seen but not paired, most recently seen first. */
   unpaired (): DeviceState[] {
-    return [...this.live.values()].filter(s => !this.byId.has(s.device_id)).sort((a, b) => b.seen_at - a.seen_at)
+    return [...this.strangers.values()].sort((a, b) => b.seen_at - a.seen_at)
   }
 }
 

@@ -13,7 +13,7 @@ import type { ReadingStore } from './types.ts'
 import { splitKey } from '../pipeline/codec.ts'
 import type { Rollup } from './rollups.ts'
 import { HOUR_SUBLEVEL } from './hour-rollups.ts'
-import { bounded, ReadingCaches } from './readings-cache.ts'
+import { bounded, ReadingCaches, type CachedRollup } from './readings-cache.ts'
 import { GroupPlan, NeedsRead, planGroup, type Plan, type PlanContext } from './readings-plan.ts'
 import { bucketRange, rawAfter, rawBefore, rawPage, rawRange, type OnCorrupt } from './readings-query.ts'
 import { pruneReadings } from './readings-prune.ts'
@@ -133,14 +133,8 @@ export class Readings implements ReadingStore {
   applyPlan (plan: GroupPlan): void {
     const caches = this.caches
     for (const [profileId, value] of plan.latest) bounded(caches.latest, profileId, value, caches.max)
-    for (const [planned, cache] of [[plan.minutes, caches.minute], [plan.hours, caches.hour]] as const) {
-      for (const [key, rollup] of planned) {
-        const split = splitKey(key)
-        if (split === undefined) continue
-        const cached = cache.get(split.profile_id)
-        if (cached === undefined || cached.key <= key) bounded(cache, split.profile_id, { key, rollup }, caches.max)
-      }
-    }
+    cacheNewest(plan.minutes, caches.minute, caches.max)
+    cacheNewest(plan.hours, caches.hour, caches.max)
   }
 
   /**
@@ -167,5 +161,16 @@ export class Readings implements ReadingStore {
    */
   async prune (now: number, retention: { rawDays: number, rollupDays: number }, limit = 1000): Promise<number> {
     return await pruneReadings({ store: this.store, raw: this.raw, minutes: this.minutes, hours: this.hours, caches: this.caches, profiles: () => this.profiles() }, now, retention, limit)
+  }
+}
+
+/** Caches each profile's newest written rollup; the entry of the same bucket is updated in place (no new object). */
+function cacheNewest (planned: Map<string, Rollup>, cache: Map<string, CachedRollup>, max: number): void {
+  for (const [key, rollup] of planned) {
+    const split = splitKey(key)
+    if (split === undefined) continue
+    const cached = cache.get(split.profile_id)
+    if (cached !== undefined && cached.key === key) cached.rollup = rollup
+    else if (cached === undefined || cached.key < key) bounded(cache, split.profile_id, { key, rollup }, max)
   }
 }

@@ -79,6 +79,24 @@ t.test('sightings: merged per device, unpaired ones listed newest first, bounded
   t.equal(devices.stateOf('dev-0'), undefined, 'the oldest were forgotten')
 })
 
+t.test('paired devices keep their live state however many there are; a device paired or unpaired keeps what was seen of it', async t => {
+  const { devices } = await open(t)
+  devices.sighting({ device_id: 'strap-0', source: 'ble', name: 'Polar H10', connected: false, seen_at: 5 })
+  const paired = MAX_SIGHTINGS + 100
+  for (let i = 0; i < paired; i++) await devices.add({ device_id: `strap-${i}`, profile_id: 'p1', kind: 'mqtt' })
+  for (let i = 0; i < paired; i++) devices.readingSeen(`strap-${i}`, 'mqtt', { heart_rate: 60 + (i % 100), measured_at: 1000 + i }, 2000 + i)
+  for (let i = 0; i < MAX_SIGHTINGS + 10; i++) devices.sighting({ device_id: `stranger-${i}`, source: 'sim', connected: false, seen_at: 100 + i })
+  t.same(devices.stateOf('strap-0'), { device_id: 'strap-0', source: 'mqtt', name: 'Polar H10', connected: false, seen_at: 2000, last_reading: { heart_rate: 60, measured_at: 1000 } })
+  t.equal(devices.stateOf(`strap-${paired - 1}`)?.last_reading?.measured_at, 1000 + paired - 1)
+  t.equal(devices.unpaired().length, MAX_SIGHTINGS, 'only unpaired sightings are bounded')
+  t.equal(devices.unpaired().some(s => s.device_id.startsWith('strap-')), false)
+  devices.readingSeen('strap-1', 'mqtt', { heart_rate: 99, measured_at: 5000 }, 6000)
+  t.same(devices.stateOf('strap-1')?.last_reading, { heart_rate: 99, measured_at: 5000 })
+  await devices.remove('strap-1')
+  t.equal(devices.unpaired()[0]?.device_id, 'strap-1', 'an unpaired device is listed with what was seen of it')
+  t.equal(devices.unpaired().length, MAX_SIGHTINGS)
+})
+
 t.test('a verified password is remembered (digest in memory) until the pairing is removed', async t => {
   const { devices } = await open(t)
   const { mqtt_password: password } = await devices.add({ device_id: 'hr-09', profile_id: 'p1' })
