@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync } from 'fastify'
-import fastifyStatic from '@fastify/static'
+import { staticFiles } from './static-files.ts'
 import { overlayRoutes, type OverlayUses } from './overlay.ts'
 import { memberRoutes, type MemberUses } from './member.ts'
 import { operatorRoutes, type OperatorPagesUses } from './operator.ts'
@@ -17,18 +17,11 @@ export type WebUses = OverlayUses & MemberUses & OperatorPagesUses
 export const STATIC_DIR = join(dirname(fileURLToPath(import.meta.url)), 'static')
 /** node_modules/uplot/dist, found through the package's main entry (uPlot.cjs.js lives there). */
 export const UPLOT_DIR = dirname(createRequire(import.meta.url).resolve('uplot'))
-const UPLOT_FILES = new Set(['/uPlot.esm.js', '/uPlot.min.css'])
+const UPLOT_FILES = new Set(['uPlot.esm.js', 'uPlot.min.css'])
 
 export const webPlugin: FastifyPluginAsync<WebUses> = async (app, uses) => {
-  await app.register(fastifyStatic, { root: STATIC_DIR, prefix: '/web/static/', decorateReply: false, index: false, maxAge: 60_000 })
-  await app.register(fastifyStatic, {
-    root: UPLOT_DIR,
-    prefix: '/web/vendor/uplot/',
-    decorateReply: false,
-    index: false,
-    maxAge: 3_600_000,
-    allowedPath: (path: string) => UPLOT_FILES.has(path)
-  })
+  await app.register(staticFiles({ prefix: '/web/static/', root: STATIC_DIR, maxAgeS: 60 }))
+  await app.register(staticFiles({ prefix: '/web/vendor/uplot/', root: UPLOT_DIR, maxAgeS: 3600, only: UPLOT_FILES }))
   await app.register(overlayRoutes, uses)
   await app.register(memberRoutes, uses)
   await app.register(operatorRoutes, uses)

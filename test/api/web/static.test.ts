@@ -2,6 +2,7 @@
 // node_modules), security headers of the pages, escaping, and the room
 // display's state route behind its capability.
 import t from 'tap'
+import { readFile } from 'node:fs/promises'
 import { startTestService } from '../../helpers/service.ts'
 
 t.test('static assets: the page scripts and uPlot, nothing else from node_modules', async t => {
@@ -22,6 +23,34 @@ t.test('static assets: the page scripts and uPlot, nothing else from node_module
   const dir = await fetch(`${svc.url}/web/static/`)
   t.equal(dir.status, 403, 'no directory listing')
   t.same(await dir.json(), { error_code: 9403, error_message: 'forbidden' })
+})
+
+t.test('static assets: the bytes on disk, cache headers, a conditional request answered 304, HEAD, and only scripts and styles', async t => {
+  const svc = await startTestService(t)
+  const disk = await readFile(new URL('../../../api/web/static/room.css', import.meta.url))
+  const res = await fetch(svc.url + '/web/static/room.css')
+  t.equal(res.status, 200)
+  t.same(Buffer.from(await res.arrayBuffer()), disk)
+  t.equal(res.headers.get('content-type'), 'text/css; charset=utf-8')
+  t.equal(res.headers.get('cache-control'), 'public, max-age=60')
+  const etag = res.headers.get('etag') ?? ''
+  t.match(etag, /^W\/"[0-9a-f]+-[0-9a-f]+"$/)
+  t.ok(Number.isFinite(Date.parse(res.headers.get('last-modified') ?? '')), 'last-modified is a date')
+  const again = await fetch(svc.url + '/web/static/room.css', { headers: { 'if-none-match': etag } })
+  t.equal(again.status, 304)
+  t.equal((await again.arrayBuffer()).byteLength, 0)
+  const other = await fetch(svc.url + '/web/static/room.css', { headers: { 'if-none-match': 'W/"0-0"' } })
+  t.equal(other.status, 200, 'another ETag gets the file')
+  const head = await fetch(svc.url + '/web/static/widget.js', { method: 'HEAD' })
+  t.equal(head.status, 200)
+  t.match(head.headers.get('content-type') ?? '', /^text\/javascript/)
+  t.equal((await head.arrayBuffer()).byteLength, 0)
+  t.equal((await fetch(svc.url + '/web/vendor/uplot/uPlot.esm.js')).headers.get('cache-control'), 'public, max-age=3600')
+  for (const path of ['/web/static/zones.d.ts', '/web/static/.hidden.js', '/web/static/nothing.js', '/web/static/a%2fb.js', '/web/static']) {
+    const r = await fetch(svc.url + path)
+    t.equal(r.status, 404, path)
+    t.same(await r.json(), { error_code: 9404, error_message: 'not_found' }, path)
+  }
 })
 
 t.test('page headers, escaping, and the display state behind its capability', async t => {
