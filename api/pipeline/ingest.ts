@@ -15,7 +15,7 @@
 // the next batch starts as soon as the previous one is durable. Batches are
 // written one at a time, in order, and acknowledged in that order.
 import type { Logger } from 'pino'
-import type { AtomicBatch, ReadingStore } from '../store/types.ts'
+import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
 import type { Hub } from '../hub.ts'
 import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading } from './reading.ts'
 import { measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
@@ -173,31 +173,22 @@ export class Pipeline implements Ingest {
    */
   private async writeLoop (): Promise<void> {
     for (let cycles = 0; ;) {
-      // Steps that need no I/O answer synchronously (undefined): the loop awaits only what has to wait.
-      const gathering = this.gather()
-      if (gathering !== undefined) await gathering
+      await this.gather()
       if (this.inflight === undefined) {
         if (this.next.items.length === 0 || cycles >= MAX_CYCLES) {
           // A plan made on state a prune step may change is made again.
           this.next.plan = undefined
           return
         }
-        const starting = this.startWrite()
-        if (starting !== undefined) await starting
+        await this.startWrite()
         cycles++
         continue
       }
       const writing = this.inflight
-      if (!writing.settled) {
-        // One promise per wait: settled by the write (true) or by readings arriving meanwhile (false).
-        const settled = await new Promise<boolean>(resolve => {
-          this.wake = () => { resolve(false) }
-          writing.onSettled = () => { resolve(true) }
-        })
-        this.wake = undefined
-        writing.onSettled = undefined
-        if (!settled) continue
-      }
+      const arrived = new Promise<void>(resolve => { this.wake = resolve })
+      const settled = await Promise.race([writing.done.then(() => true, () => true), arrived.then(() => false)])
+      this.wake = undefined
+      if (!settled) continue
       this.inflight = undefined
       let ok = true
       try {
@@ -208,44 +199,38 @@ export class Pipeline implements Ingest {
         this.failed(writing.group, err)
       }
       // The next batch goes out before this one is acknowledged and published.
-      if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) {
-        const starting = this.startWrite()
-        if (starting !== undefined) await starting
-        cycles++
-      }
+      if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }
       if (ok) { acknowledge(this.groupEnv, writing); publish(this.groupEnv, writing) }
     }
   }
 
-  /**
-   * Moves pending readings into the next group, planned on top of the batch in flight when possible.
-   * Undefined when nothing had to wait.
-   */
-  private gather (): Promise<void> | undefined {
+  /** Moves pending readings into the next group, planned on top of the batch in flight when possible. */
+  private async gather (): Promise<void> {
     const room = (this.o.maxGroup ?? 5000) - this.next.items.length
-    if (room <= 0 || this.pending.length === 0) return undefined
+    if (room <= 0 || this.pending.length === 0) return
     const items = this.pending.splice(0, room)
     const next = this.next
     const plannable = next.items.length === 0 || next.plan !== undefined
     for (const it of items) next.items.push(it)
     const base = next.plan ?? this.inflight?.plan
-    if (!plannable || base === undefined) { next.plan = undefined; return undefined }
-    return planOnTop(this.groupEnv, items, base).then(more => {
-      if (more === undefined) next.plan = undefined
-      else if (next.plan === undefined) next.plan = more
-      else next.plan.absorb(more)
-    })
+    if (!plannable || base === undefined) { next.plan = undefined; return }
+    const more = await planOnTop(this.groupEnv, items, base)
+    if (more === undefined) next.plan = undefined
+    else if (next.plan === undefined) next.plan = more
+    else next.plan.absorb(more)
   }
 
-  /** Starts writing the next group; undefined when its plan was made already (no wait). */
-  private startWrite (): Promise<void> | undefined {
+  private async startWrite (): Promise<void> {
     const group = this.next
     this.next = { items: [], plan: undefined }
-    if (group.plan !== undefined) {
-      this.inflight = write(this.groupEnv, group, group.plan)
-      return undefined
+    let planned: Plan
+    try {
+      planned = await plan(this.groupEnv, group)
+    } catch (err) {
+      this.failed(group, err)
+      return
     }
-    return plan(this.groupEnv, group).then(planned => { this.inflight = write(this.groupEnv, group, planned) }, err => { this.failed(group, err) })
+    this.inflight = write(this.groupEnv, group, planned)
   }
 
   private failed (group: Group, err: unknown): void {

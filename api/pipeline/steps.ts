@@ -142,18 +142,8 @@ export interface GroupEnv { store: AtomicBatch, readings: ReadingStore, hub: Hub
 export interface Pending { reading: StoredReading, resolve (r: IngestResult): void, reject (err: unknown): void }
 /** The group being written, or the next one being gathered (plan undefined: plan it when its turn comes). */
 export interface Group { items: Pending[], plan: Plan | undefined }
-/**
- * A group whose batch is being written; `duplicates` is the plan's, as a set, for acknowledge and publish.
- * `settled` turns true when `done` settles, and `onSettled` (the writer's wait, when it waits) is called then.
- */
-export interface Writing {
-  group: Group
-  plan: Plan
-  duplicates: ReadonlySet<unknown>
-  done: Promise<unknown>
-  settled: boolean
-  onSettled: (() => void) | undefined
-}
+/** A group whose batch is being written; `duplicates` is the plan's, as a set, for acknowledge and publish. */
+export interface Writing { group: Group, plan: Plan, duplicates: ReadonlySet<unknown>, done: Promise<unknown> }
 
 /** plan: the group's batch on the store as written (reads the store where the caches miss). */
 export async function plan (env: GroupEnv, group: Group): Promise<Plan> {
@@ -173,28 +163,12 @@ export async function planOnTop (env: GroupEnv, items: Pending[], base: Plan): P
   }
 }
 
-const SYNC = Object.freeze({ sync: true })
-const NO_DUPLICATES: ReadonlySet<unknown> = new Set()
-
 /** write: readings, rollups and latest of one group in one atomic batch with one fsync. */
 export function write (env: GroupEnv, group: Group, plan: Plan): Writing {
-  let done: Promise<unknown>
-  try {
-    done = env.store.batch(plan.ops, SYNC)
-  } catch (err) {
-    done = Promise.reject(err)
-  }
-  const w: Writing = {
-    group,
-    plan,
-    duplicates: plan.duplicates.length === 0 ? NO_DUPLICATES : new Set(plan.duplicates),
-    done,
-    settled: false,
-    onSettled: undefined
-  }
-  const settle = (): void => { w.settled = true; w.onSettled?.() }
-  w.done.then(settle, settle)
-  return w
+  const ops = plan.ops
+  const done = (async () => { await env.store.batch(ops, { sync: true }) })()
+  done.catch(() => undefined)
+  return { group, plan, duplicates: new Set(plan.duplicates), done }
 }
 
 /** acknowledge: only after the group's batch is durable, each reading as stored or as a duplicate. */
