@@ -1,7 +1,8 @@
 // What the readings store keeps in memory so that an in-order reading costs no
 // store read: the latest reading and the newest minute and hour rollup of each
-// profile, each map bounded (the profiles first cached are forgotten first). Planning reads and fills it (readings-plan.ts), a written plan
-// updates it, pruning drops the rollups it deletes (readings-prune.ts).
+// profile, each map bounded (the profiles first cached are forgotten first).
+// Planning reads and fills it (readings-plan.ts), a written plan updates it,
+// pruning drops the rollups it deletes (readings-prune.ts).
 import type { LatestRecord } from './records.ts'
 import type { Rollup } from './rollups.ts'
 

@@ -195,7 +195,8 @@ export class MqttBroker {
   /**
    * Counts the subscriptions whose filter matches a member's heart-rate topic. Every subscription of a client
    * (and of an integration) reaches aedes' matcher through `aedes.subscribe`/`aedes.unsubscribe`, so both are
-   * wrapped on this instance; a filter counts once per subscriber function, as aedes registers it.
+   * wrapped on this instance; a filter counts once per subscriber function, as aedes registers it. A count too
+   * high (a subscribe aedes then refuses) only costs a publish nobody receives; it never withholds one.
    */
   private countUserTopicSubscriptions (aedes: Aedes): void {
     const byFilter = new Map<string, Set<unknown>>()
@@ -204,9 +205,9 @@ export class MqttBroker {
     const unsubscribe = aedes.unsubscribe.bind(aedes)
     aedes.subscribe = (topic, func, done) => {
       if (filterMatchesUserHeartRate(topic)) {
-        const funcs = byFilter.get(topic) ?? new Set()
+        let funcs = byFilter.get(topic)
+        if (funcs === undefined) { funcs = new Set(); byFilter.set(topic, funcs) }
         if (!funcs.has(func)) { funcs.add(func); this.userTopicSubscriptions++ }
-        byFilter.set(topic, funcs)
       }
       subscribe(topic, func, done)
     }
