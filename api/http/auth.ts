@@ -28,13 +28,18 @@ export interface AuthOptions {
 
 const BEARER = /^Bearer +([^\s]+) *$/i
 
+/** The token of an `Authorization: Bearer <token>` header; undefined when the header has another form. */
+export function bearerToken (header: string): string | undefined {
+  return BEARER.exec(header)?.[1]
+}
+
 /** Extracts the token string or throws 7009 / 7010. */
 export function tokenFrom (request: FastifyRequest, allowQuery: boolean): string {
   const header = request.headers.authorization
   if (typeof header === 'string' && header.length > 0) {
-    const m = BEARER.exec(header)
-    if (m === null || m[1] === undefined) throw new ApiError('header_wrong_format')
-    return m[1]
+    const token = bearerToken(header)
+    if (token === undefined) throw new ApiError('header_wrong_format')
+    return token
   }
   if (allowQuery) {
     // Read in onRequest, before the querystring schema has validated anything: narrowed here, not assumed.

@@ -2,7 +2,8 @@
 // `guard(...)` is used as the route's onRequest hook, so a request is
 // authenticated before its body is parsed (deny by default), and a WebSocket
 // upgrade is refused with the HTTP error instead of being upgraded.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { TokenRateLimit } from './token-limit.ts'
 import { ApiError } from '../errors.ts'
 import { authenticate, type AuthOptions } from './auth.ts'
 import type { Services } from '../services.ts'
@@ -10,39 +11,44 @@ import type { Services } from '../services.ts'
 /** What the guard reads: the token store, and the rate limit from the API configuration. */
 export type GuardUses = Pick<Services, 'tokens' | 'config'>
 
-type Limit = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
-
 /** One per-token limiter per service instance (keyed by its ApiConfig object); null when turned off. */
-const limiters = new WeakMap<object, Limit | null>()
+const limiters = new WeakMap<object, TokenRateLimit | null>()
 
-/**
- * The per-token limit (service-notes "Rate limit"; config http.rate_limit_per_second):
- * @fastify/rate-limit with one-second windows keyed by the token's digest,
- * one counter shared by every guarded route.
- */
-function limitOf (app: FastifyInstance, config: GuardUses['config']): Limit | null {
+/** The per-token limit of this service (config http.rate_limit_per_second); null when turned off. */
+export function tokenLimitOf (config: GuardUses['config']): TokenRateLimit | null {
   let l = limiters.get(config)
   if (l === undefined) {
     const max: number = config.rateLimitPerSecond
-    l = max > 0
-      ? app.rateLimit({ max, timeWindow: 1000, keyGenerator: request => request.auth?.digest ?? '' })
-      : null
+    l = max > 0 ? new TokenRateLimit(max) : null
     limiters.set(config, l)
   }
   return l
 }
 
+/** Counts the request against its token's limit, sets the RateLimit-* headers, and throws 429 past the limit. */
+function applyLimit (limit: TokenRateLimit, digest: string, reply: FastifyReply): void {
+  const state = limit.take(digest)
+  reply.header('ratelimit-limit', state.limit)
+  reply.header('ratelimit-remaining', state.remaining)
+  reply.header('ratelimit-reset', state.resetS)
+  if (!state.ok) {
+    reply.header('retry-after', state.resetS)
+    throw new ApiError('rate_limited')
+  }
+}
+
 /** Authenticates (user tokens only) and applies the rate limit; throws ApiError. */
-export async function guardRequest (app: FastifyInstance, uses: GuardUses, request: FastifyRequest, reply: FastifyReply, options: AuthOptions): Promise<string> {
+export async function guardRequest (uses: GuardUses, request: FastifyRequest, reply: FastifyReply, options: AuthOptions): Promise<string> {
   const ctx = await authenticate(uses.tokens, request, { user: true, ...options })
-  await limitOf(app, uses.config)?.(request, reply)
+  const limit = tokenLimitOf(uses.config)
+  if (limit !== null) applyLimit(limit, ctx.digest, reply)
   const profile = ctx.record.profile_id
   if (profile === null) throw new ApiError('invalid_scope')
   return profile
 }
 
-export function guard (app: FastifyInstance, uses: GuardUses, options: AuthOptions) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => { await guardRequest(app, uses, request, reply, options) }
+export function guard (uses: GuardUses, options: AuthOptions) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => { await guardRequest(uses, request, reply, options) }
 }
 
 /** Response modes of the latest endpoint and the real-time stream (spec 4.2). */

@@ -11,6 +11,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
 import { guard, responseMode, type GuardUses } from './data-auth.ts'
 import { profileOf } from './auth.ts'
+import { LATEST_PATH, latestLane } from './latest-lane.ts'
 import { isRefused } from '../pipeline/reading.ts'
 import { HEART_RATE, MEASURED_AT } from '../../firmware-protocol/reading-contract.ts'
 import type { Services } from '../services.ts'
@@ -24,7 +25,7 @@ export const dataPlugin: FastifyPluginAsyncTypebox<DataUses> = async (app, uses)
   const { pipeline, readings } = uses
   app.post('/api/v1/data', {
     // Token in the header or the access_token query (spec 5.2); a missing write scope is 401 (spec 7).
-    onRequest: guard(app, uses, { scope: 'data:heart_rate:write', query: true, scopeError: { name: 'invalid_scope', status: 401 } }),
+    onRequest: guard(uses, { scope: 'data:heart_rate:write', query: true, scopeError: { name: 'invalid_scope', status: 401 } }),
     schema: {
       querystring: Type.Object({ access_token: Type.Optional(Type.String()) }),
       body: Type.Object({
@@ -45,8 +46,10 @@ export const dataPlugin: FastifyPluginAsyncTypebox<DataUses> = async (app, uses)
     return {}
   })
 
-  app.get('/api/v1/data/heart_rate/latest', {
-    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
+  // The plain poll is answered in front of the router when all it needs is in memory (latest-lane.ts).
+  app.addFastLane(latestLane(uses))
+  app.get(LATEST_PATH, {
+    onRequest: guard(uses, { scope: 'data:heart_rate:read' }),
     schema: {
       querystring: Type.Object({ response_mode: Type.Optional(Type.String()) }),
       response: {

@@ -39,7 +39,7 @@ export type FeatureFlagsUses = GuardUses & Pick<Services, 'users'>
 export const featureFlagsPlugin: FastifyPluginAsyncTypebox<FeatureFlagsUses> = async (app, uses) => {
   const { users } = uses
   app.get('/api/v1/features/:feature_id', {
-    onRequest: guard(app, uses, {}),
+    onRequest: guard(uses, {}),
     schema: {
       params: Params({ feature_id: Type.String({ maxLength: 100 }) }),
       response: { 200: { type: 'object', additionalProperties: false, required: ['id', 'enabled'], properties: { id: { type: 'string' }, enabled: { type: 'boolean' } } } }

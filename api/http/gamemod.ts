@@ -30,7 +30,7 @@ export type GameModUses = GuardUses & Pick<Services, 'gameMod'>
 export const gameModPlugin: FastifyPluginAsyncTypebox<GameModUses> = async (app, uses) => {
   const { gameMod } = uses
   app.get(PATH, {
-    onRequest: guard(app, uses, { scope: 'game_mod:configuration:read' }),
+    onRequest: guard(uses, { scope: 'game_mod:configuration:read' }),
     schema: { response: { 200: responseSchema } }
   }, async request => {
     const configuration = await gameMod.get(profileOf(request))
@@ -39,7 +39,7 @@ export const gameModPlugin: FastifyPluginAsyncTypebox<GameModUses> = async (app,
   })
 
   app.post(PATH, {
-    onRequest: guard(app, uses, { scope: 'game_mod:configuration:write' }),
+    onRequest: guard(uses, { scope: 'game_mod:configuration:write' }),
     schema: {
       body: Type.Object({ configuration: Type.Unsafe<Record<string, unknown>>(GAME_MOD_SCHEMA) }, { additionalProperties: false }),
       response: { 200: responseSchema }

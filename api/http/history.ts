@@ -67,7 +67,7 @@ export type HistoryUses = GuardUses & Pick<Services, 'readings'>
 export const historyPlugin: FastifyPluginAsyncTypebox<HistoryUses> = async (app, uses) => {
   const { readings } = uses
   app.get('/api/v1/data/heart_rate/history', {
-    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
+    onRequest: guard(uses, { scope: 'data:heart_rate:read' }),
     schema: {
       querystring: Type.Object({ from: str, to: str, limit: str, cursor: str }),
       response: {

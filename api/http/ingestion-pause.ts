@@ -30,12 +30,12 @@ export type IngestionPauseUses = GuardUses & AnnounceUses
 export const ingestionPausePlugin: FastifyPluginAsyncTypebox<IngestionPauseUses> = async (app, uses) => {
   const { users } = uses
   app.get(PATH, {
-    onRequest: guard(app, uses, { scope: 'data:ingestion_pause:read' }),
+    onRequest: guard(uses, { scope: 'data:ingestion_pause:read' }),
     schema: { response: { 200: stateSchema } }
   }, async request => users.ingestionPause(profileOf(request)))
 
   app.post(PATH, {
-    onRequest: guard(app, uses, { scope: 'data:ingestion_pause:write' }),
+    onRequest: guard(uses, { scope: 'data:ingestion_pause:write' }),
     schema: {
       body: Type.Object({ paused: Type.Boolean(), duration_s: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAUSE_S })) }, { additionalProperties: false }),
       response: { 200: stateSchema }

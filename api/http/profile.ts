@@ -12,7 +12,7 @@ export type ProfileUses = GuardUses & Pick<Services, 'users' | 'readings'>
 export const profilePlugin: FastifyPluginAsync<ProfileUses> = async (app, uses) => {
   const { users, readings } = uses
   app.get('/api/v1/profile', {
-    onRequest: guard(app, uses, { scope: 'profile:read' }),
+    onRequest: guard(uses, { scope: 'profile:read' }),
     schema: {
       response: {
         200: {

@@ -55,7 +55,7 @@ export type RealtimeUses = GuardUses & StreamUses & Pick<Services, 'widgets'>
 
 export const realtimePlugin: FastifyPluginAsyncTypebox<RealtimeUses> = async (app, uses) => {
   const { tokens, widgets } = uses
-  const auth = guard(app, uses, { scope: 'data:heart_rate:read', query: true })
+  const auth = guard(uses, { scope: 'data:heart_rate:read', query: true })
   app.get('/api/v1/data/real_time', {
     websocket: true,
     // onRequest runs before the querystring is validated: responseMode checks the raw value.

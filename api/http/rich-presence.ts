@@ -31,12 +31,12 @@ export const richPresencePlugin: FastifyPluginAsyncTypebox<RichPresenceUses> = a
   const store = new RichPresence(uses.store)
 
   app.get(PATH, {
-    onRequest: [guard(app, uses, { scope: 'chatapp:rich_presence:config:read' }), requireFeature(uses.users, FEATURE)],
+    onRequest: [guard(uses, { scope: 'chatapp:rich_presence:config:read' }), requireFeature(uses.users, FEATURE)],
     schema: { response: { 200: responseSchema } }
   }, async request => ({ configuration: await store.get(profileOf(request)) }))
 
   app.post(PATH, {
-    onRequest: [guard(app, uses, { scope: 'chatapp:rich_presence:config:write' }), requireFeature(uses.users, FEATURE)],
+    onRequest: [guard(uses, { scope: 'chatapp:rich_presence:config:write' }), requireFeature(uses.users, FEATURE)],
     schema: {
       body: Type.Object({ configuration: Type.Unsafe<Partial<RichPresenceConfig>>(RICH_PRESENCE_SCHEMA) }, { additionalProperties: false }),
       response: { 200: responseSchema }

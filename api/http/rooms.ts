@@ -90,7 +90,7 @@ export type RoomsUses = GuardUses & RoomStreamUses
 
 export const roomsPlugin: FastifyPluginAsyncTypebox<RoomsUses> = async (app, uses) => {
   const { rooms, tokens } = uses
-  const auth = guard(app, uses, { scope: 'data:room:read', query: true })
+  const auth = guard(uses, { scope: 'data:room:read', query: true })
   /** The room id of the path; 404 JSON when there is no such room. */
   const roomIdOf = (roomId: string): string => {
     if (rooms.get(roomId) === undefined) throw new ApiError('not_found', { detail: 'no such room' })

@@ -79,7 +79,7 @@ export const SESSION_SCHEMA = {
 
 export const sessionsPlugin: FastifyPluginAsyncTypebox<GuardUses & SessionUses> = async (app, uses) => {
   app.get('/api/v1/data/sessions', {
-    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
+    onRequest: guard(uses, { scope: 'data:heart_rate:read' }),
     schema: {
       querystring: Type.Object({ from: Type.Optional(Type.String()), to: Type.Optional(Type.String()) }),
       response: { 200: { type: 'object', additionalProperties: false, required: ['sessions'], properties: { sessions: { type: 'array', items: SESSION_SCHEMA } } } }
@@ -90,7 +90,7 @@ export const sessionsPlugin: FastifyPluginAsyncTypebox<GuardUses & SessionUses> 
   })
 
   app.get('/api/v1/data/sessions/:id/export', {
-    onRequest: guard(app, uses, { scope: 'data:heart_rate:read' }),
+    onRequest: guard(uses, { scope: 'data:heart_rate:read' }),
     schema: { params: Params({ id: Type.String() }), querystring: Type.Object({ format: Type.Optional(Type.String()) }) }
   }, async (request, reply) => {
     return await sendExport(uses, reply, profileOf(request), request.params.id, request.query.format)

@@ -16,7 +16,7 @@ export type StatisticsUses = GuardUses & Pick<Services, 'users' | 'readings'>
 export const statisticsPlugin: FastifyPluginAsyncTypebox<StatisticsUses> = async (app, uses) => {
   const { users, readings } = uses
   app.get('/api/v1/statistics', {
-    onRequest: guard(app, uses, { scope: 'data:statistics:read' }),
+    onRequest: guard(uses, { scope: 'data:statistics:read' }),
     schema: {
       querystring: Type.Object({ time_range: Type.Optional(Type.String()) }),
       response: {

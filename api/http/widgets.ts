@@ -27,7 +27,7 @@ export type WidgetsUses = GuardUses & Pick<Services, 'widgets'>
 
 export const widgetsPlugin: FastifyPluginAsyncTypebox<WidgetsUses> = async (app, uses) => {
   const { widgets } = uses
-  const update = guard(app, uses, { scope: 'widgets:update' })
+  const update = guard(uses, { scope: 'widgets:update' })
 
   app.post('/api/v1/widgets', {
     onRequest: update,
@@ -47,7 +47,7 @@ export const widgetsPlugin: FastifyPluginAsyncTypebox<WidgetsUses> = async (app,
   })
 
   app.get('/api/v1/widgets', {
-    onRequest: guard(app, uses, { scope: 'widgets:read' }),
+    onRequest: guard(uses, { scope: 'widgets:read' }),
     schema: { response: { 200: { type: 'object', additionalProperties: false, required: ['widgets'], properties: { widgets: { type: 'array', items: widgetSchema } } } } }
   }, async request => ({ widgets: (await widgets.list(profileOf(request))).map(publicWidget) }))
 

@@ -76,6 +76,14 @@ export class Readings implements ReadingStore {
     return v ?? undefined
   }
 
+  /**
+   * `latest` answered from memory only: null when the profile has no reading, undefined when the cache
+   * does not know (then only `latest` can tell).
+   */
+  cachedLatest (profileId: string): LatestRecord | null | undefined {
+    return this.caches.latest.get(profileId)
+  }
+
   /** The last reading strictly before t. */
   async before (profileId: string, t: number): Promise<RawReading | undefined> {
     return await rawBefore(this.raw, profileId, t, this.corrupt)

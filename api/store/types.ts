@@ -59,6 +59,8 @@ export interface RollupStore {
 /** The newest reading per profile. */
 export interface LatestStore {
   latest (profileId: string): Promise<LatestRecord | undefined>
+  /** `latest` from memory only: null when the profile has no reading, undefined when only `latest` can tell. */
+  cachedLatest (profileId: string): LatestRecord | null | undefined
 }
 
 /** Writing and pruning readings (the ingest pipeline's side). */
@@ -143,6 +145,8 @@ export interface TokenStore {
   /** Adds the writes of a new token pair to `ops`, for a caller that writes them with other state in one batch. */
   prepare (req: IssueRequest, ops: WriteOp[], now?: number): IssuedTokens
   lookup (token: string, now?: number): Promise<AccessLookup>
+  /** `lookup` from memory only: undefined when the token is not cached (then only `lookup` can tell). */
+  cachedLookup (token: string, now?: number): AccessLookup | undefined
   isLive (accessDigest: string, now?: number): Promise<boolean>
   owner (token: string): Promise<{ kind: 'access' | 'refresh', client_id: string } | undefined>
   /** Called with the digests of access tokens that stopped working, after the deletion is stored. */

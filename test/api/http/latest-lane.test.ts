@@ -1,0 +1,172 @@
+// The latest-reading fast lane (api/http/latest-lane.ts) against the route it
+// stands in front of: the same bytes, the same rate-limit counter, and every
+// case it does not take left to the route, which checks it the long way.
+import t from 'tap'
+import { connect } from 'node:net'
+import { startTestService, type TestService } from '../../helpers/service.ts'
+
+const LATEST = '/api/v1/data/heart_rate/latest'
+
+interface Raw { status: string, headers: Array<[string, string]>, body: string }
+
+/** One request on its own connection; the answer as it came off the socket. */
+async function raw (url: string, path: string, extra: string[] = [], method = 'GET'): Promise<Raw> {
+  const { hostname, port } = new URL(url)
+  const socket = connect(Number(port), hostname)
+  const chunks: Buffer[] = []
+  socket.on('data', c => chunks.push(c))
+  socket.write([`${method} ${path} HTTP/1.1`, `host: ${hostname}:${port}`, 'connection: close', ...extra, '', ''].join('\r\n'))
+  await new Promise<void>((resolve, reject) => { socket.on('end', resolve); socket.on('error', reject) })
+  const text = Buffer.concat(chunks).toString('utf8')
+  const split = text.indexOf('\r\n\r\n')
+  const [status = '', ...lines] = text.slice(0, split).split('\r\n')
+  return { status, headers: lines.map(l => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]), body: text.slice(split + 4) }
+}
+
+/**
+ * Counts reads of the latest reading through `Readings.latest`, which the route makes and the lane does not
+ * (it reads only the cache). Installed after the test's writes: the pipeline reads it too.
+ */
+function countRouteReads (s: TestService): () => number {
+  const readings = s.service.services.readings
+  const latest = readings.latest.bind(readings)
+  let n = 0
+  readings.latest = async (profileId: string) => { n++; return await latest(profileId) }
+  return () => n
+}
+
+async function withReading (s: TestService, username: string, scope = 'data:heart_rate:read'): Promise<{ token: string, measuredAt: number }> {
+  await s.user(username)
+  const w = await s.token(username, 'data:heart_rate:write')
+  const token = await s.token(username, scope)
+  const measuredAt = Date.now() - 1000
+  const res = await fetch(`${s.url}/api/v1/data`, { method: 'POST', headers: { authorization: `Bearer ${w}`, 'content-type': 'application/json' }, body: JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 81 } }) })
+  if (res.status !== 200) throw new Error(`write answered ${res.status}`)
+  return { token, measuredAt }
+}
+
+const without = (headers: Array<[string, string]>, names: string[]): Array<[string, string]> => headers.filter(([k]) => !names.includes(k))
+
+t.test('the lane answers a cached token and reading with the route\'s bytes', async t => {
+  const s = await startTestService(t, { http: { rate_limit_per_second: 100 } })
+  const { token, measuredAt } = await withReading(s, 'ana')
+  const routeReads = countRouteReads(s)
+  const auth = `authorization: Bearer ${token}`
+  // A token not looked up before is not in the cache: the route answers and caches it.
+  const first = await raw(s.url, LATEST, [auth])
+  t.equal(first.status, 'HTTP/1.1 200 OK')
+  t.equal(routeReads(), 1, 'the first request went to the route')
+  const lane = await raw(s.url, LATEST, [auth])
+  t.equal(routeReads(), 1, 'the second was answered by the lane')
+  // The same request through the route (a query string is never taken by the lane).
+  const route = await raw(s.url, `${LATEST}?response_mode=json`, [auth])
+  t.equal(routeReads(), 2, 'a query string goes to the route')
+  t.equal(lane.body, JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 81 } }))
+  t.equal(lane.body, route.body)
+  t.equal(lane.status, route.status)
+  t.same(lane.headers.map(([k]) => k), route.headers.map(([k]) => k), 'the same headers in the same order')
+  t.same(without(lane.headers, ['date', 'ratelimit-remaining']), without(route.headers, ['date', 'ratelimit-remaining']))
+  t.same(lane.headers.map(([k]) => k), ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'content-type', 'x-content-type-options', 'content-length', 'date', 'connection'])
+  t.same([first, lane, route].map(r => r.headers.find(([k]) => k === 'ratelimit-remaining')?.[1]), ['99', '98', '97'], 'one counter for both')
+})
+
+t.test('with the rate limit off, neither sends RateLimit headers', async t => {
+  const s = await startTestService(t)
+  const { token } = await withReading(s, 'ben')
+  const routeReads = countRouteReads(s)
+  const auth = `authorization: Bearer ${token}`
+  await raw(s.url, LATEST, [auth])
+  const lane = await raw(s.url, LATEST, [auth])
+  const route = await raw(s.url, `${LATEST}?response_mode=json`, [auth])
+  t.equal(routeReads(), 2, 'the first (token not cached yet) and the one with a query string went to the route')
+  t.same(lane.headers.map(([k]) => k), ['content-type', 'x-content-type-options', 'content-length', 'date', 'connection'])
+  t.same(without(lane.headers, ['date']), without(route.headers, ['date']))
+})
+
+t.test('past the limit the route answers 429, on the same counter', async t => {
+  const s = await startTestService(t, { http: { rate_limit_per_second: 3 } })
+  const realNow = Date.now
+  const { token } = await withReading(s, 'cy')
+  const auth = `authorization: Bearer ${token}`
+  await raw(s.url, LATEST, [auth]) // caches the token; its window starts
+  const routeReads = countRouteReads(s)
+  // Hold the clock inside that window (the limiter's windows run on Date.now).
+  const now = realNow()
+  Date.now = () => now
+  t.teardown(() => { Date.now = realNow })
+  const a = await raw(s.url, LATEST, [auth])
+  const b = await raw(s.url, LATEST, [auth])
+  t.same([a.status, b.status], ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK'])
+  t.equal(routeReads(), 0, 'both answered by the lane')
+  t.equal(b.headers.find(([k]) => k === 'ratelimit-remaining')?.[1], '0')
+  const limited = await raw(s.url, LATEST, [auth])
+  t.equal(limited.status, 'HTTP/1.1 429 Too Many Requests')
+  t.same(JSON.parse(limited.body), { error_code: 9429, error_message: 'too_many_requests' })
+  t.equal(limited.headers.find(([k]) => k === 'retry-after')?.[1], '1')
+  t.equal(routeReads(), 0, 'refused before the route read anything')
+})
+
+t.test('what the lane does not take, the route answers', async t => {
+  const s = await startTestService(t)
+  const { token } = await withReading(s, 'dee')
+  const routeReads = countRouteReads(s)
+  const auth = `authorization: Bearer ${token}`
+  t.equal((await raw(s.url, LATEST, [auth])).status, 'HTTP/1.1 200 OK')
+  t.equal((await raw(s.url, LATEST, [auth])).status, 'HTTP/1.1 200 OK')
+  t.equal(routeReads(), 1, 'the route caches the token, then the lane answers')
+
+  t.test('a body on the GET', async t => {
+    const before = routeReads()
+    const r = await raw(s.url, LATEST, [auth, 'content-length: 2', 'content-type: application/json'])
+    t.equal(r.status.split(' ')[1], '200')
+    t.equal(routeReads(), before + 1)
+  })
+  t.test('HEAD', async t => {
+    const before = routeReads()
+    const r = await raw(s.url, LATEST, [auth], 'HEAD')
+    t.equal(r.status, 'HTTP/1.1 200 OK')
+    t.equal(routeReads(), before + 1)
+  })
+  t.test('a malformed Authorization header', async t => {
+    const r = await raw(s.url, LATEST, ['authorization: Basic abc'])
+    t.equal(r.status, 'HTTP/1.1 403 Forbidden')
+    t.same(JSON.parse(r.body), { error_code: 7010, error_message: 'error_authorization_header_has_wrong_format' })
+  })
+  t.test('a token without the read scope, also once it is cached', async t => {
+    const other = await s.token('dee', 'profile:read')
+    for (const round of [1, 2]) {
+      const r = await raw(s.url, LATEST, [`authorization: Bearer ${other}`])
+      t.equal(r.status.split(' ')[1], '400', `round ${round}`)
+      t.same(JSON.parse(r.body), { error_code: 7011, error_message: 'error_invalid_scope' })
+    }
+  })
+  t.test('a user with no reading yet', async t => {
+    await s.user('eve')
+    const e = await s.token('eve', 'data:heart_rate:read')
+    for (const round of [1, 2]) {
+      const r = await raw(s.url, LATEST, [`authorization: Bearer ${e}`])
+      t.equal(r.status, 'HTTP/1.1 412 Precondition Failed', `round ${round}`)
+      t.same(JSON.parse(r.body), { error_code: 9412, error_message: 'no_heart_rate_data' })
+    }
+  })
+  t.test('an expired token that the cache still holds', async t => {
+    const realNow = Date.now
+    const later = realNow() + 30 * 365 * 24 * 3600 * 1000 // manual tokens last 20 years
+    Date.now = () => later
+    t.teardown(() => { Date.now = realNow })
+    const r = await raw(s.url, LATEST, [auth])
+    t.equal(r.status, 'HTTP/1.1 401 Unauthorized')
+    t.same(JSON.parse(r.body), { error_code: 7006, error_message: 'token_expired' })
+  })
+  t.test('a revoked token: never answered again, not even from the cache', async t => {
+    const revoked = await s.token('dee', 'data:heart_rate:read')
+    const h = `authorization: Bearer ${revoked}`
+    t.equal((await raw(s.url, LATEST, [h])).status, 'HTTP/1.1 200 OK')
+    t.equal((await raw(s.url, LATEST, [h])).status, 'HTTP/1.1 200 OK')
+    const res = await fetch(`${s.url}/oauth2/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${revoked}` })
+    t.equal(res.status, 200)
+    const r = await raw(s.url, LATEST, [h])
+    t.equal(r.status, 'HTTP/1.1 401 Unauthorized')
+    t.same(JSON.parse(r.body), { error_code: 7005, error_message: 'token_not_found' })
+  })
+})
