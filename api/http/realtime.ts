@@ -12,7 +12,7 @@ import { guard, responseMode, type GuardUses, type ResponseMode } from './data-a
 import { Params } from './schema.ts'
 import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
-import { bindToToken, openStream } from './stream-socket.ts'
+import { bindToToken, openStream, textFrame } from './stream-socket.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
 
 export function readingMessage (r: StoredReading, mode: ResponseMode): string {
@@ -20,15 +20,21 @@ export function readingMessage (r: StoredReading, mode: ResponseMode): string {
 }
 
 /**
- * A reading's message as the bytes of its text frame, made once per reading and mode however many viewers it goes
- * to: the hub hands every subscriber the same reading object, and a room of viewers on one profile would otherwise
- * serialize and UTF-8-encode the same message once each.
+ * A reading's message as its UTF-8 bytes and as the whole WebSocket frame around them, made once per reading and
+ * mode however many viewers it goes to: the hub hands every subscriber the same reading object, and a room of
+ * viewers on one profile would otherwise serialize, encode and frame the same message once each.
  */
-const frames = new WeakMap<StoredReading, Partial<Record<ResponseMode, Buffer>>>()
-export function readingFrame (r: StoredReading, mode: ResponseMode): Buffer {
+interface ReadingFrame { payload: Buffer, frame: Buffer }
+const frames = new WeakMap<StoredReading, Partial<Record<ResponseMode, ReadingFrame>>>()
+export function readingFrame (r: StoredReading, mode: ResponseMode): ReadingFrame {
   let made = frames.get(r)
   if (made === undefined) { made = {}; frames.set(r, made) }
-  return (made[mode] ??= Buffer.from(readingMessage(r, mode)))
+  let f = made[mode]
+  if (f === undefined) {
+    const payload = Buffer.from(readingMessage(r, mode))
+    f = made[mode] = { payload, frame: textFrame(payload) }
+  }
+  return f
 }
 
 /** What a reading stream uses: the live hub, the stream settings and the log. */
@@ -44,7 +50,10 @@ export function streamProfile (uses: StreamUses, socket: WebSocket, profileId: s
     ...(cfg.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: cfg.maxBufferedBytes }),
     ...(check === undefined ? {} : { check })
   })
-  stream.onClose(uses.hub.subscribeProfile(profileId, r => { stream.send(readingFrame(r, mode)) }))
+  stream.onClose(uses.hub.subscribeProfile(profileId, r => {
+    const f = readingFrame(r, mode)
+    stream.sendFrame(f.frame, f.payload)
+  }))
   return stream
 }
 

@@ -43,9 +43,13 @@ t.test('streams readings in json and text modes, query and header auth', async t
 t.test('one reading reaches many viewers as the same text frame, encoded once per mode', async t => {
   const r: StoredReading = { profile_id: 'p', measured_at: 1_700_000_000_000, heart_rate: 71, source: 'http' }
   const json = readingFrame(r, 'json')
-  t.equal(json.toString(), '{"measured_at":1700000000000,"data":{"heart_rate":71}}')
+  const message = '{"measured_at":1700000000000,"data":{"heart_rate":71}}'
+  t.equal(json.payload.toString(), message)
+  // FIN + text opcode, unmasked length, then the message: the frame a server sends.
+  t.same([...json.frame.subarray(0, 2)], [0x81, message.length])
+  t.equal(json.frame.subarray(2).toString(), message)
   t.equal(readingFrame(r, 'json'), json, 'the second viewer gets the same bytes, not a new encoding')
-  t.equal(readingFrame(r, 'text_plain_only_heart_rate').toString(), '71')
+  t.same([...readingFrame(r, 'text_plain_only_heart_rate').frame], [0x81, 2, 0x37, 0x31])
   t.not(readingFrame({ ...r }, 'json'), json, 'another reading is encoded anew')
 
   const s = await startTestService(t)
