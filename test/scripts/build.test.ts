@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 /** What scripts/build.mjs compiles, and what else decides its output. */
-const BUILD_INPUTS = ['api', 'relay', 'device-sim', 'firmware-protocol', 'bin', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/typescript/package.json']
+const BUILD_INPUTS = ['api', 'relay', 'device-sim', 'firmware-protocol', 'bin', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/typescript/package.json', 'node_modules/esbuild/package.json', 'node_modules/@sinclair/typebox/package.json']
 
 /** Newest modification time of a file, or of a folder and everything under it (as bin/hr-relay.js reckons). */
 async function newest (path: string): Promise<number> {
@@ -75,6 +75,11 @@ t.test('the compiled build starts and serves its assets', async t => {
   t.ok((await stat(join(out, 'api/web/static/widget.js'))).isFile())
   t.ok((await stat(join(out, 'device-sim/scenarios/spinning-class.json'))).isFile())
   t.ok((await stat(join(out, 'relay/cli-entry.js'))).isFile())
+  // TypeBox is bundled into one module, and the compiled schemas import it from there.
+  t.ok((await stat(join(out, 'vendor/typebox.js'))).isFile())
+  const schema = await readFile(join(out, 'api/http/schema.js'), 'utf8')
+  t.match(schema, /from '\.\.\/\.\.\/vendor\/typebox\.js'/)
+  t.notMatch(schema, /@sinclair\/typebox/)
 
   const entry = join(out, 'relay/cli-entry.js')
   const server = spawn(process.execPath, ['--input-type=module', '-e',
