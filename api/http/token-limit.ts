@@ -44,11 +44,14 @@ export class TokenRateLimit {
     for (const [k, w] of this.windows) if (w.resetAt <= now) this.windows.delete(k)
   }
 
-  /** Counts one request of `key` and says whether it is within the limit. */
-  take (key: string, now = Date.now()): LimitState {
-    const w = this.windowOf(key, now)
+  private counted (w: Window, now: number): LimitState {
     w.count++
     return { ok: w.count <= this.limit, limit: this.limit, remaining: Math.max(0, this.limit - w.count), resetS: Math.ceil((w.resetAt - now) / 1000) }
+  }
+
+  /** Counts one request of `key` and says whether it is within the limit. */
+  take (key: string, now = Date.now()): LimitState {
+    return this.counted(this.windowOf(key, now), now)
   }
 
   /**
@@ -57,7 +60,6 @@ export class TokenRateLimit {
    */
   takeIfAllowed (key: string, now = Date.now()): LimitState | undefined {
     const w = this.windowOf(key, now)
-    if (w.count >= this.limit) return undefined
-    return this.take(key, now)
+    return w.count >= this.limit ? undefined : this.counted(w, now)
   }
 }

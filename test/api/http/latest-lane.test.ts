@@ -45,6 +45,14 @@ async function withReading (s: TestService, username: string, scope = 'data:hear
   return { token, measuredAt }
 }
 
+/** Holds Date.now at its present value until the test ends (no sleeps: the limiter's windows do not move). */
+function holdClock (t: { teardown: (fn: () => void) => void }): void {
+  const realNow = Date.now
+  const now = realNow()
+  Date.now = () => now
+  t.teardown(() => { Date.now = realNow })
+}
+
 const without = (headers: Array<[string, string]>, names: string[]): Array<[string, string]> => headers.filter(([k]) => !names.includes(k))
 
 t.test('the lane answers a cached token and reading with the route\'s bytes', async t => {
@@ -52,6 +60,8 @@ t.test('the lane answers a cached token and reading with the route\'s bytes', as
   const { token, measuredAt } = await withReading(s, 'ana')
   const routeReads = countRouteReads(s)
   const auth = `authorization: Bearer ${token}`
+  // The three requests below must share one limiter window whatever the machine's load: hold the clock still.
+  holdClock(t)
   // A token not looked up before is not in the cache: the route answers and caches it.
   const first = await raw(s.url, LATEST, [auth])
   t.equal(first.status, 'HTTP/1.1 200 OK')
@@ -85,15 +95,12 @@ t.test('with the rate limit off, neither sends RateLimit headers', async t => {
 
 t.test('past the limit the route answers 429, on the same counter', async t => {
   const s = await startTestService(t, { http: { rate_limit_per_second: 3 } })
-  const realNow = Date.now
   const { token } = await withReading(s, 'cy')
   const auth = `authorization: Bearer ${token}`
+  // The limiter's windows run on Date.now: hold it still, so that every request below is in one window.
+  holdClock(t)
   await raw(s.url, LATEST, [auth]) // caches the token; its window starts
   const routeReads = countRouteReads(s)
-  // Hold the clock inside that window (the limiter's windows run on Date.now).
-  const now = realNow()
-  Date.now = () => now
-  t.teardown(() => { Date.now = realNow })
   const a = await raw(s.url, LATEST, [auth])
   const b = await raw(s.url, LATEST, [auth])
   t.same([a.status, b.status], ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK'])
