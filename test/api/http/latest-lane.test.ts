@@ -3,6 +3,7 @@
 // case it does not take left to the route, which checks it the long way.
 import t from 'tap'
 import { connect } from 'node:net'
+import { ServerResponse } from 'node:http'
 import { startTestService, type TestService } from '../../helpers/service.ts'
 
 const LATEST = '/api/v1/data/heart_rate/latest'
@@ -21,6 +22,46 @@ async function raw (url: string, path: string, extra: string[] = [], method = 'G
   const split = text.indexOf('\r\n\r\n')
   const [status = '', ...lines] = text.slice(0, split).split('\r\n')
   return { status, headers: lines.map(l => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]), body: text.slice(split + 4) }
+}
+
+/**
+ * Requests on one keep-alive connection, the last with `connection: close`: one after the other, or all in one
+ * write (pipelined). The answers as they came off the socket, split by their content-length.
+ */
+async function keepAlive (url: string, requests: Array<{ path: string, extra: string[] }>, pipelined = false): Promise<Raw[]> {
+  const { hostname, port } = new URL(url)
+  const socket = connect(Number(port), hostname)
+  let buffered = ''
+  const answers: Raw[] = []
+  const waiting: Array<() => void> = []
+  socket.setEncoding('latin1')
+  socket.on('data', (chunk: string) => {
+    buffered += chunk
+    for (;;) {
+      const split = buffered.indexOf('\r\n\r\n')
+      if (split < 0) return
+      const [status = '', ...lines] = buffered.slice(0, split).split('\r\n')
+      const headers = lines.map(l => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()] as [string, string])
+      const length = Number(headers.find(([k]) => k === 'content-length')?.[1])
+      if (buffered.length < split + 4 + length) return
+      answers.push({ status, headers, body: buffered.slice(split + 4, split + 4 + length) })
+      buffered = buffered.slice(split + 4 + length)
+      waiting.shift()?.()
+    }
+  })
+  const ended = new Promise<void>((resolve, reject) => { socket.on('end', resolve); socket.on('error', reject) })
+  const text = (r: { path: string, extra: string[] }, last: boolean): string =>
+    [`GET ${r.path} HTTP/1.1`, `host: ${hostname}:${port}`, ...(last ? ['connection: close'] : []), ...r.extra, '', ''].join('\r\n')
+  if (pipelined) socket.write(requests.map((r, i) => text(r, i === requests.length - 1)).join(''))
+  else {
+    for (const [i, r] of requests.entries()) {
+      const answered = new Promise<void>(resolve => waiting.push(resolve))
+      socket.write(text(r, i === requests.length - 1))
+      await answered
+    }
+  }
+  await ended
+  return answers
 }
 
 /**
@@ -78,6 +119,59 @@ t.test('the lane answers a cached token and reading with the route\'s bytes', as
   t.same(without(lane.headers, ['date', 'ratelimit-remaining']), without(route.headers, ['date', 'ratelimit-remaining']))
   t.same(lane.headers.map(([k]) => k), ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'content-type', 'x-content-type-options', 'content-length', 'date', 'connection'])
   t.same([first, lane, route].map(r => r.headers.find(([k]) => k === 'ratelimit-remaining')?.[1]), ['99', '98', '97'], 'one counter for both')
+})
+
+t.test('on a keep-alive connection the lane writes the route\'s bytes itself, and the connection goes on', async t => {
+  const s = await startTestService(t, { http: { rate_limit_per_second: 100 } })
+  const { token, measuredAt } = await withReading(s, 'kai')
+  const routeReads = countRouteReads(s)
+  const auth = `authorization: Bearer ${token}`
+  holdClock(t)
+  // Counts the answers that went through ServerResponse#writeHead (the route's, and the lane's when it cannot write raw).
+  const writeHead = ServerResponse.prototype.writeHead
+  let heads = 0
+  ServerResponse.prototype.writeHead = function (this: ServerResponse, ...args: Parameters<typeof writeHead>) { heads++; return writeHead.apply(this, args) } as typeof writeHead
+  t.teardown(() => { ServerResponse.prototype.writeHead = writeHead })
+  const [first, lane, route, closing] = await keepAlive(s.url, [
+    { path: LATEST, extra: [auth] }, // the route, which caches the token
+    { path: LATEST, extra: [auth] }, // the lane, written raw
+    { path: `${LATEST}?response_mode=json`, extra: [auth] }, // the route again
+    { path: LATEST, extra: [auth] } // the lane, with connection: close (through writeHead)
+  ])
+  if (first === undefined || lane === undefined || route === undefined || closing === undefined) throw new Error('an answer is missing')
+  t.equal(routeReads(), 2, 'the first and the third went to the route')
+  t.equal(heads, 3, 'the second was written raw; the closing one through writeHead')
+  t.same([first, lane, route, closing].map(r => r.status), Array(4).fill('HTTP/1.1 200 OK'))
+  t.equal(lane.body, JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 81 } }))
+  t.equal(lane.body, route.body)
+  t.same(lane.headers.map(([k]) => k), ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'content-type', 'x-content-type-options', 'content-length', 'date', 'connection', 'keep-alive'])
+  t.same(lane.headers.map(([k]) => k), route.headers.map(([k]) => k), 'the same headers in the same order')
+  t.same(without(lane.headers, ['date', 'ratelimit-remaining']), without(route.headers, ['date', 'ratelimit-remaining']))
+  t.match(lane.headers.find(([k]) => k === 'date')?.[1], /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$/)
+  t.equal(lane.headers.find(([k]) => k === 'date')?.[1], new Date(Math.floor(Date.now() / 1000) * 1000).toUTCString())
+  t.equal(lane.headers.find(([k]) => k === 'keep-alive')?.[1], route.headers.find(([k]) => k === 'keep-alive')?.[1])
+  t.same([first, lane, route, closing].map(r => r.headers.find(([k]) => k === 'ratelimit-remaining')?.[1]), ['99', '98', '97', '96'], 'one counter for all')
+  t.equal(closing.headers.find(([k]) => k === 'connection')?.[1], 'close', 'the closing request is answered with connection: close')
+  t.equal(closing.body, lane.body)
+})
+
+t.test('pipelined polls are answered in order, the lane\'s between the router\'s', async t => {
+  const s = await startTestService(t, { http: { rate_limit_per_second: 100 } })
+  const { token, measuredAt } = await withReading(s, 'pip')
+  const auth = `authorization: Bearer ${token}`
+  holdClock(t)
+  t.equal((await raw(s.url, LATEST, [auth])).status, 'HTTP/1.1 200 OK') // caches the token
+  const routeReads = countRouteReads(s)
+  // /health is answered by the router, asynchronously: the polls sent after it wait for its answer.
+  const paths = [LATEST, LATEST, '/health', LATEST, '/health', LATEST, LATEST]
+  const answers = await keepAlive(s.url, paths.map(path => ({ path, extra: [auth] })), true)
+  t.equal(answers.length, paths.length, 'every request answered')
+  t.equal(routeReads(), 0, 'every poll answered by the lane')
+  t.same(answers.map(r => r.status), Array(paths.length).fill('HTTP/1.1 200 OK'))
+  const reading = JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 81 } })
+  t.same(answers.map(r => r.body === reading ? 'reading' : (JSON.parse(r.body) as { status?: string }).status), ['reading', 'reading', 'ok', 'reading', 'ok', 'reading', 'reading'], 'in the order sent')
+  t.same(answers.filter(r => r.body === reading).map(r => r.headers.find(([k]) => k === 'ratelimit-remaining')?.[1]), ['98', '97', '96', '95', '94'])
+  t.same(answers.map(r => r.headers.find(([k]) => k === 'connection')?.[1]), [...Array(paths.length - 1).fill('keep-alive'), 'close'])
 })
 
 t.test('with the rate limit off, neither sends RateLimit headers', async t => {
