@@ -27,8 +27,11 @@ export async function autocannon (cannon: Worker, url: string, o: Omit<LoadPlan,
   } catch (err) {
     throw new BenchFailure(`autocannon against ${url}: ${(err as Error).message}`)
   }
+  // Requests over the run's measured duration: autocannon's requests.average is a mean of whole-second
+  // samples, which a run of a few seconds makes coarse.
+  const seconds = typeof r.duration === 'number' && r.duration > 0 ? r.duration : undefined
   return {
-    requestsPerSecond: r.requests.average,
+    requestsPerSecond: seconds === undefined ? r.requests.average : r.requests.total / seconds,
     latencyP50: r.latency.p50,
     latencyP99: r.latency.p99,
     total: r.requests.total,
