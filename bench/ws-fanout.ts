@@ -105,6 +105,8 @@ export const wsFanout: Scenario = {
       lost += d.lost
     }
     figures.push(await syncFigure(ctx.quick ? 100 : 500))
+    // 10 users at 1 Hz: a reading every 100 ms, each waiting for its own sync batch on a disk and thread pool that idled in between.
+    figures.push(await syncFigure(ctx.quick ? 10 : 50, undefined, 100))
     return { figures, lost, notes }
   }
 }

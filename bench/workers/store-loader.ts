@@ -118,7 +118,8 @@ async function compact (dir: string): Promise<{ bytes: number, raw: number }> {
 }
 
 /** Latency of n sequential small LevelDB batches with sync (what one group commit waits for), ms each. */
-async function syncProbe (dir: string, n: number): Promise<Float64Array> {
+/** `gapMs`: the pause between batches (0: back to back); a disk and thread pool that idle in between answer slower. */
+async function syncProbe (dir: string, n: number, gapMs = 0): Promise<Float64Array> {
   const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' })
   await db.open()
   const out = new Float64Array(n)
@@ -127,6 +128,7 @@ async function syncProbe (dir: string, n: number): Promise<Float64Array> {
       const t0 = now()
       await db.batch([{ type: 'put', key: `r${i}`, value: new Uint8Array([4, 72, 0]) }, { type: 'put', key: `m${i}`, value: new Uint8Array(40) }], { sync: true })
       out[i] = now() - t0
+      if (gapMs > 0) await new Promise(resolve => setTimeout(resolve, gapMs))
     }
   } finally {
     await db.close()
