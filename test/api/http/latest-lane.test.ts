@@ -1,7 +1,7 @@
 // The latest-reading fast lane (api/http/latest-lane.ts) against the route it
 // stands in front of: the same bytes, the same rate-limit counter, and every
 // case it does not take left to the route, which checks it the long way.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { connect } from 'node:net'
 import { ServerResponse } from 'node:http'
 import { startTestService, type TestService } from '../../helpers/service.ts'
@@ -96,13 +96,27 @@ function holdClock (t: { teardown: (fn: () => void) => void }): void {
 
 const without = (headers: Array<[string, string]>, names: string[]): Array<[string, string]> => headers.filter(([k]) => !names.includes(k))
 
-t.test('the lane answers a cached token and reading with the route\'s bytes', async t => {
+/** A service with the limit at 100/s, a user with a reading and a read token, route reads counted, the clock held. */
+async function pollingSetup (t: Test, username: string): Promise<{ s: TestService, measuredAt: number, auth: string, routeReads: () => number }> {
   const s = await startTestService(t, { http: { rate_limit_per_second: 100 } })
-  const { token, measuredAt } = await withReading(s, 'ana')
+  const { token, measuredAt } = await withReading(s, username)
   const routeReads = countRouteReads(s)
-  const auth = `authorization: Bearer ${token}`
-  // The three requests below must share one limiter window whatever the machine's load: hold the clock still.
+  // The requests of a test must share one limiter window whatever the machine's load: hold the clock still.
   holdClock(t)
+  return { s, measuredAt, auth: `authorization: Bearer ${token}`, routeReads }
+}
+
+/** The lane's answer and the route's: the same status, body and headers in the same order (Date and the remaining count aside). */
+function sameAnswer (t: Test, lane: Raw, route: Raw, reading: { measured_at: number, heart_rate: number }): void {
+  t.equal(lane.body, JSON.stringify({ measured_at: reading.measured_at, data: { heart_rate: reading.heart_rate } }))
+  t.equal(lane.body, route.body)
+  t.equal(lane.status, route.status)
+  t.same(lane.headers.map(([k]) => k), route.headers.map(([k]) => k), 'the same headers in the same order')
+  t.same(without(lane.headers, ['date', 'ratelimit-remaining']), without(route.headers, ['date', 'ratelimit-remaining']))
+}
+
+t.test('the lane answers a cached token and reading with the route\'s bytes', async t => {
+  const { s, measuredAt, auth, routeReads } = await pollingSetup(t, 'ana')
   // A token not looked up before is not in the cache: the route answers and caches it.
   const first = await raw(s.url, LATEST, [auth])
   t.equal(first.status, 'HTTP/1.1 200 OK')
@@ -112,21 +126,13 @@ t.test('the lane answers a cached token and reading with the route\'s bytes', as
   // The same request through the route (a query string is never taken by the lane).
   const route = await raw(s.url, `${LATEST}?response_mode=json`, [auth])
   t.equal(routeReads(), 2, 'a query string goes to the route')
-  t.equal(lane.body, JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 81 } }))
-  t.equal(lane.body, route.body)
-  t.equal(lane.status, route.status)
-  t.same(lane.headers.map(([k]) => k), route.headers.map(([k]) => k), 'the same headers in the same order')
-  t.same(without(lane.headers, ['date', 'ratelimit-remaining']), without(route.headers, ['date', 'ratelimit-remaining']))
+  sameAnswer(t, lane, route, { measured_at: measuredAt, heart_rate: 81 })
   t.same(lane.headers.map(([k]) => k), ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'content-type', 'x-content-type-options', 'content-length', 'date', 'connection'])
   t.same([first, lane, route].map(r => r.headers.find(([k]) => k === 'ratelimit-remaining')?.[1]), ['99', '98', '97'], 'one counter for both')
 })
 
 t.test('on a keep-alive connection the lane writes the route\'s bytes itself, and the connection goes on', async t => {
-  const s = await startTestService(t, { http: { rate_limit_per_second: 100 } })
-  const { token, measuredAt } = await withReading(s, 'kai')
-  const routeReads = countRouteReads(s)
-  const auth = `authorization: Bearer ${token}`
-  holdClock(t)
+  const { s, measuredAt, auth, routeReads } = await pollingSetup(t, 'kai')
   // Counts the answers that went through ServerResponse#writeHead (the route's, and the lane's when it cannot write raw).
   const writeHead = ServerResponse.prototype.writeHead
   let heads = 0
@@ -142,11 +148,8 @@ t.test('on a keep-alive connection the lane writes the route\'s bytes itself, an
   t.equal(routeReads(), 2, 'the first and the third went to the route')
   t.equal(heads, 3, 'the second was written raw; the closing one through writeHead')
   t.same([first, lane, route, closing].map(r => r.status), Array(4).fill('HTTP/1.1 200 OK'))
-  t.equal(lane.body, JSON.stringify({ measured_at: measuredAt, data: { heart_rate: 81 } }))
-  t.equal(lane.body, route.body)
+  sameAnswer(t, lane, route, { measured_at: measuredAt, heart_rate: 81 })
   t.same(lane.headers.map(([k]) => k), ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'content-type', 'x-content-type-options', 'content-length', 'date', 'connection', 'keep-alive'])
-  t.same(lane.headers.map(([k]) => k), route.headers.map(([k]) => k), 'the same headers in the same order')
-  t.same(without(lane.headers, ['date', 'ratelimit-remaining']), without(route.headers, ['date', 'ratelimit-remaining']))
   t.match(lane.headers.find(([k]) => k === 'date')?.[1], /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$/)
   t.equal(lane.headers.find(([k]) => k === 'date')?.[1], new Date(Math.floor(Date.now() / 1000) * 1000).toUTCString())
   t.equal(lane.headers.find(([k]) => k === 'keep-alive')?.[1], route.headers.find(([k]) => k === 'keep-alive')?.[1])
