@@ -4,8 +4,10 @@
 // takes ...args) and reads an `enabled` getter: about 1 KB of garbage and some
 // microseconds of CPU per reading. When DEBUG is unset at start, `debug`
 // hands out a function that returns at once instead. With DEBUG set nothing
-// changes, so DEBUG=mqtt-packet:* still prints the codec's trace. Imported
-// for its effect, before anything loads mqtt-packet.
+// changes, so DEBUG=mqtt-packet:* still prints the codec's trace. What no
+// longer reaches those functions is a debug.enable() made later by code
+// (nothing in hr-relay makes one). Imported for its effect, before anything
+// loads mqtt-packet.
 import { createRequire } from 'node:module'
 
 type Debug = ((...args: unknown[]) => void) & { enabled: boolean }

@@ -60,3 +60,19 @@ t.test('DEBUG unset: nothing prints, and the packet is parsed', async t => {
   t.equal(code, 0)
   t.equal(stderr, '')
 })
+
+// The real debug functions follow debug.enable() made later; silent ones do not. So this shows that the
+// functions mqtt-packet made when the broker module loaded it are the silent ones.
+t.test('DEBUG unset: the functions mqtt-packet holds are the silent ones', async t => {
+  const env = { ...process.env }
+  delete env.DEBUG
+  const enableThenParse = PARSE.replace('const parser = mp.parser()', "createRequire(import.meta.url)('debug').enable('mqtt-packet:*')\nconst parser = mp.parser()")
+  t.not(enableThenParse, PARSE)
+  const { code, stderr } = await stderrOf(enableThenParse, env)
+  t.equal(code, 0)
+  t.equal(stderr, '', 'enabling the namespace afterwards does not reach them')
+  // Without the broker module (nothing made them silent), the same enable makes mqtt-packet print.
+  const { code: plainCode, stderr: plainStderr } = await stderrOf(enableThenParse.replace("import './relay/broker/broker.ts'", ''), env)
+  t.equal(plainCode, 0)
+  t.match(plainStderr, /mqtt-packet:parser _resetState: /)
+})
