@@ -51,23 +51,20 @@ export function latestLane (uses: GuardUses & Pick<Services, 'readings'>): FastL
     // JSON of two finite numbers (the reading contract): String(n) is their JSON form.
     const body = `{"measured_at":${latest.measured_at},"data":{"heart_rate":${latest.heart_rate}}}`
     const length = String(body.length) // ASCII
-    const tail = rawTail(response as NodeResponse, now)
-    if (tail !== undefined) {
-      const head = state === null
-        ? `HTTP/1.1 200 OK\r\ncontent-type: ${JSON_TYPE}\r\nx-content-type-options: nosniff\r\ncontent-length: ${length}\r\n`
-        : `HTTP/1.1 200 OK\r\nratelimit-limit: ${state.limit}\r\nratelimit-remaining: ${state.remaining}\r\nratelimit-reset: ${state.resetS}\r\n` +
-          `content-type: ${JSON_TYPE}\r\nx-content-type-options: nosniff\r\ncontent-length: ${length}\r\n`
-      writeRaw(response as NodeResponse, head + tail + body)
-      return true
-    }
     // The route's headers, in the order Fastify writes them: the guard's, the reply's, the onSend hook's.
     // As a flat list of strings: Node takes it without building and walking a headers object.
-    response.writeHead(200, state === null
+    const fields = state === null
       ? ['content-type', JSON_TYPE, 'x-content-type-options', 'nosniff', 'content-length', length]
       : [
           'ratelimit-limit', String(state.limit), 'ratelimit-remaining', String(state.remaining), 'ratelimit-reset', String(state.resetS),
           'content-type', JSON_TYPE, 'x-content-type-options', 'nosniff', 'content-length', length
-        ])
+        ]
+    const tail = rawTail(response as NodeResponse, now)
+    if (tail !== undefined) {
+      writeRaw(response as NodeResponse, rawHead(fields) + tail + body)
+      return true
+    }
+    response.writeHead(200, fields)
     response.end(body)
     return true
   }
@@ -111,6 +108,13 @@ function rawTail (response: NodeResponse, now: number): string | undefined {
     keepAliveLine = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(timeout / 1000)}\r\n\r\n`
   }
   return dateLine + keepAliveLine
+}
+
+/** The status line and `fields` as Node's _storeHeader writes them (`name: value` lines). */
+function rawHead (fields: string[]): string {
+  let head = 'HTTP/1.1 200 OK\r\n'
+  for (let i = 0; i < fields.length; i += 2) head += `${fields[i] as string}: ${fields[i + 1] as string}\r\n`
+  return head
 }
 
 /** Writes a whole answer and finishes the response as OutgoingMessage#end does: 'finish' once the socket took it. */

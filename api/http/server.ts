@@ -41,7 +41,8 @@ function serverWithLanes (lanes: FastLane[], log: FastifyBaseLogger) {
           if (lane(request, response)) return
         } catch (err) {
           log.error({ err }, 'fast lane failed; the request goes to the router')
-          if (response.headersSent) return
+          // Something was written (headers, or a whole answer written raw): the request is answered, if badly.
+          if (response.headersSent || response.writableEnded) return
         }
       }
       handler(request, response)
