@@ -6,9 +6,12 @@ import { availableParallelism } from 'node:os'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
+import { bucketPercentile, histogramBetween, parseIngestHistogram, type IngestHistogram } from './lib/metrics.ts'
+import { parseRuntime, runtimeBetween, type RuntimeScrape, type RuntimeWindow } from './lib/runtime-window.ts'
 import { allCpus, pinProcess, startHog } from './lib/hog.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
+import { fmt } from './lib/stats.ts'
 import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
 import { requireMqtt, startServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
@@ -31,25 +34,64 @@ export interface Placement {
   env?: Record<string, string>
 }
 
-async function measure (devices: Worker, receivers: Worker, rate: number, windowMs: number, placement: Placement = {}): Promise<{ report: PublishReport, delivery: Delivery }> {
+/** The server's own stalls over a measured window: called after the warm-up and after the window's publishes. */
+export interface StallProbe { before: () => Promise<void>, after: () => Promise<Stalls | undefined> }
+
+/** The server's main-thread stalls in a window and, for hr-relay, its pipeline's submit → durable times. */
+export interface Stalls { runtime: RuntimeWindow, pipeline?: IngestHistogram }
+
+interface Window { report: PublishReport, delivery: Delivery, stalls?: Stalls }
+
+/** hr-relay's stalls, from two scrapes of its /metrics. */
+function metricsProbe (httpUrl: string): StallProbe {
+  let first: { runtime?: RuntimeScrape, pipeline?: IngestHistogram } = {}
+  const scrape = async (): Promise<typeof first> => {
+    const res = await fetch(`${httpUrl}/metrics`)
+    const text = res.status === 200 ? await res.text() : ''
+    const runtime = parseRuntime(text, performance.now())
+    const pipeline = parseIngestHistogram(text)
+    return { ...(runtime === undefined ? {} : { runtime }), ...(pipeline === undefined ? {} : { pipeline }) }
+  }
+  return {
+    async before () { first = await scrape() },
+    async after () {
+      const last = await scrape()
+      if (first.runtime === undefined || last.runtime === undefined) return undefined
+      const pipeline = first.pipeline === undefined || last.pipeline === undefined ? undefined : histogramBetween(first.pipeline, last.pipeline)
+      return { runtime: runtimeBetween(first.runtime, last.runtime), ...(pipeline === undefined ? {} : { pipeline }) }
+    }
+  }
+}
+
+/** The bare broker's stalls, recorded in its worker. */
+function workerProbe (broker: Worker): StallProbe {
+  return {
+    async before () { await broker.call('windowStart') },
+    async after () { return { runtime: await broker.call<RuntimeWindow>('windowEnd') } }
+  }
+}
+
+async function measure (devices: Worker, receivers: Worker, rate: number, windowMs: number, placement: Placement = {}, probe?: StallProbe): Promise<Window> {
   const pinned = placement.workerCpus === undefined ? [] : [devices.pid, receivers.pid]
   for (const pid of pinned) await pinProcess(pid, placement.workerCpus as string)
   const hog = placement.hog === true ? startHog() : undefined
   try {
     // Warm-up (JIT, connection buffers), not recorded: a quarter of the window, at most a second.
     await devices.call('publish', { rate, durationMs: Math.min(1000, windowMs / 4), qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
+    await probe?.before()
     await receivers.call('start')
     const report = await devices.call<PublishReport>('publish', { rate, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
+    const stalls = await probe?.after()
     // Stragglers: until every reading arrived, at most min(1.5 s, half the window).
     const [receipts] = await receiptsWhenComplete([receivers], report.sends.size, rs => deliveryOne(report.sends, rs[0] as Receipts).lost, Math.min(1500, windowMs / 2))
-    return { report, delivery: deliveryOne(report.sends, receipts as Receipts) }
+    return { report, delivery: deliveryOne(report.sends, receipts as Receipts), ...(stalls === undefined ? {} : { stalls }) }
   } finally {
     await hog?.stop()
     for (const pid of pinned) await pinProcess(pid, allCpus()).catch(() => {})
   }
 }
 
-interface Measured { d: Delivery, report: PublishReport }
+interface Measured { d: Delivery, report: PublishReport, stalls?: Stalls }
 
 /**
  * N devices through hr-relay: one window as placed; with `hogWindowMs`, a
@@ -72,21 +114,24 @@ export async function throughHrRelay (ctx: Context, devices: Worker, n: number, 
     const port = requireMqtt(server)
     await openViewers(viewers, viewersFor(server.url, f.users.slice(0, n)))
     await devices.call('connect', port, f.devices.slice(0, n))
-    const { report, delivery } = await measure(devices, viewers, n, windowMs, placement)
+    const probe = metricsProbe(server.url)
+    const first = await measure(devices, viewers, n, windowMs, placement, probe)
     let hogged: Measured | undefined
     if (hogWindowMs !== undefined) {
       ctx.log(`e2e-latency: ${n} devices through hr-relay beside a CPU hog`)
-      const h = await measure(devices, viewers, n, hogWindowMs, { ...placement, hog: true })
-      hogged = { d: h.delivery, report: h.report }
+      const h = await measure(devices, viewers, n, hogWindowMs, { ...placement, hog: true }, probe)
+      hogged = { d: h.delivery, report: h.report, ...(h.stalls === undefined ? {} : { stalls: h.stalls }) }
     }
     await devices.call('close')
-    return { d: delivery, report, ...(hogged === undefined ? {} : { hogged }) }
+    return { d: first.delivery, report: first.report, ...(first.stalls === undefined ? {} : { stalls: first.stalls }), ...(hogged === undefined ? {} : { hogged }) }
   } finally {
     await devices.call('close').catch(() => {}); await viewers.stop(); await server.stop()
   }
 }
 
-export async function throughAedes (devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number): Promise<Delivery & { hogged?: Delivery }> {
+type RefDelivery = Delivery & { stalls?: Stalls }
+
+export async function throughAedes (devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number): Promise<RefDelivery & { hogged?: RefDelivery }> {
   const [broker, sub] = await bothOrNeither(Worker.start('workers/aedes-ref.ts'), Worker.start('workers/mqtt-subscriber.ts'))
   try {
     const port = await broker.call<number>('start')
@@ -94,14 +139,38 @@ export async function throughAedes (devices: Worker, n: number, windowMs: number
     const ids = Array.from({ length: n }, (_, i) => `ref${i}`)
     await sub.call('open', port, ids)
     await devices.call('connect', port, ids.map(device_id => ({ device_id })))
-    const { delivery } = await measure(devices, sub, n, windowMs, placement)
-    const hogged = hogWindowMs === undefined ? undefined : (await measure(devices, sub, n, hogWindowMs, { ...placement, hog: true })).delivery
+    const probe = workerProbe(broker)
+    const withStalls = (w: Window): RefDelivery => ({ ...w.delivery, ...(w.stalls === undefined ? {} : { stalls: w.stalls }) })
+    const first = withStalls(await measure(devices, sub, n, windowMs, placement, probe))
+    const hogged = hogWindowMs === undefined ? undefined : withStalls(await measure(devices, sub, n, hogWindowMs, { ...placement, hog: true }, probe))
     await devices.call('close'); await sub.call('close')
-    return { ...delivery, ...(hogged === undefined ? {} : { hogged }) }
+    return { ...first, ...(hogged === undefined ? {} : { hogged }) }
   } finally {
     if (placement.serverCpus !== undefined) await pinProcess(broker.pid, allCpus()).catch(() => {})
     await devices.call('close').catch(() => {}); await sub.stop(); await broker.stop()
   }
+}
+
+/**
+ * Where a tail comes from: how long each server's main thread was stalled in
+ * the window (GC pauses per second; how late a 10 ms timer fired), next to
+ * the reference's. No target: the figures explain the p99 rows above them.
+ */
+function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | undefined, refName: string): Figure[] {
+  if (ours === undefined) return []
+  const perSecond = (s: Stalls): number => s.runtime.gcMs / s.runtime.seconds
+  return [
+    figure(`main thread in GC pauses, ${what}`, perSecond(ours), 'ms/s', ref === undefined ? undefined : { name: refName, value: perSecond(ref) }),
+    figure(`event-loop lateness p99 (10 ms timer), ${what}`, ours.runtime.loopLateP99Ms, 'ms', ref === undefined ? undefined : { name: refName, value: ref.runtime.loopLateP99Ms })
+  ]
+}
+
+function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {
+  const one = (s: Stalls): string => `${s.runtime.gcPauses} GC ${s.runtime.gcPauses === 1 ? 'pause' : 'pauses'} in ${s.runtime.seconds.toFixed(1)} s (mean ${(s.runtime.gcMs / Math.max(1, s.runtime.gcPauses)).toFixed(1)} ms), a 10 ms timer late by p99 ${fmt(s.runtime.loopLateP99Ms)} ms and at worst ${fmt(s.runtime.loopLateMaxMs)} ms`
+  if (ours === undefined) return `stalls, ${what}: hr-relay exports no GC or event-loop figures at /metrics`
+  const p = ours.pipeline
+  const pipeline = p === undefined || p.count === 0 ? '' : `; its pipeline, submit → durable (/metrics): ${p.count} readings, mean ${fmt(p.meanMs)} ms, p99 <= ${bucketPercentile(p, 99)} ms (bucket bound)`
+  return `stalls, ${what}: hr-relay ${one(ours)}${pipeline}${ref === undefined ? '' : `; bare Aedes ${one(ref)}`}`
 }
 
 export const e2eLatency: Scenario = {
@@ -121,7 +190,7 @@ export const e2eLatency: Scenario = {
     try {
       for (const n of ns) {
         ctx.log(`e2e-latency: ${n} devices through hr-relay`)
-        const { d, report, hogged } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs)
+        const { d, report, hogged, stalls: hrRelayStalls } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs)
         ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
         const ref = await throughAedes(devices, n, windowMs, {}, hogWindowMs)
         const last = n === ns[ns.length - 1]
@@ -131,8 +200,10 @@ export const e2eLatency: Scenario = {
           last ? { text: 'p99 <= 10 ms and <= 3x reference', met: d.summary.p99 <= 10 && d.summary.p99 <= 3 * ref.summary.p99 } : undefined))
         figures.push(figure(`max publish→WebSocket, ${n} devices`, d.summary.max, 'ms', { name: refName, value: ref.summary.max }))
         figures.push(figure(`readings lost, ${n} devices`, d.lost, 'readings', undefined, { text: 'zero lost', met: d.lost === 0 }))
+        figures.push(...stallFigures(`${n} devices`, hrRelayStalls, ref.stalls, refName))
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
+        notes.push(stallNote(`${n} devices`, hrRelayStalls, ref.stalls))
         if (hogged !== undefined && ref.hogged !== undefined) {
           const h = hogged.d
           const hogRef = { name: 'bare Aedes, same hog', value: ref.hogged.summary.p50 }
@@ -140,8 +211,10 @@ export const e2eLatency: Scenario = {
           contention.push(figure(`contention: p99 publish→WebSocket beside a CPU hog, ${n} devices`, h.summary.p99, 'ms', { name: 'bare Aedes, same hog', value: ref.hogged.summary.p99 },
             { text: 'p99 <= 3x reference under the same hog', met: h.summary.p99 <= 3 * ref.hogged.summary.p99 }))
           contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, h.lost, 'readings', undefined, { text: 'zero lost', met: h.lost === 0 }))
+          contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls, 'bare Aedes, same hog'))
           lost += h.lost
           notes.push(`contention, ${n} devices: ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from the warm-up to the stragglers of a ${hogWindowMs / 1000} s window on the same connections, both sides; ${h.expected} readings sent, ${h.received} received, ${hogged.report.unacked} without PUBACK; generator lag max ${hogged.report.maxLagMs.toFixed(1)} ms; reference lost ${ref.hogged.lost}`)
+          notes.push(stallNote(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls))
         }
       }
     } finally {

@@ -25,6 +25,14 @@ export function bucketPercentile (h: IngestHistogram, p: number): number {
   return Number.POSITIVE_INFINITY
 }
 
+/** The observations between two scrapes of the same histogram. */
+export function histogramBetween (before: IngestHistogram, after: IngestHistogram): IngestHistogram {
+  const count = after.count - before.count
+  const sumMs = after.meanMs * after.count - before.meanMs * before.count
+  const buckets = after.buckets.map(b => ({ leMs: b.leMs, count: b.count - (before.buckets.find(x => x.leMs === b.leMs)?.count ?? 0) }))
+  return { count, meanMs: count === 0 ? 0 : sumMs / count, buckets }
+}
+
 export async function ingestHistogram (httpUrl: string): Promise<IngestHistogram | undefined> {
   const res = await fetch(`${httpUrl}/metrics`)
   if (res.status !== 200) return undefined

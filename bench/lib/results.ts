@@ -47,7 +47,9 @@ export function figure (name: string, value: number, unit: string, reference?: {
   const f: Figure = { name, value, unit }
   if (reference !== undefined) {
     f.reference = reference
-    f.ratio = ratio(value, reference.value)
+    // No ratio against a zero reference (e.g. a window without a GC pause): it would print as NaN.
+    const r = ratio(value, reference.value)
+    if (!Number.isNaN(r)) f.ratio = r
   }
   if (target !== undefined) f.target = target
   return f

@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:net'
 import { Aedes } from 'aedes'
 import { serve } from '../lib/proc.ts'
+import { runtimeRecorder, type RuntimeWindow } from '../lib/runtime-window.ts'
 
 let server: Server | null = null
 let broker: Aedes | null = null
@@ -25,4 +26,9 @@ async function stop (): Promise<void> {
   if (s !== null) await new Promise<void>(resolve => { s.close(() => { resolve() }) })
 }
 
-serve({ start, stop, reset: stop })
+// The broker's own stalls in a measured window (GC pauses, event-loop delay), as hr-relay exports them at /metrics.
+const runtime = runtimeRecorder()
+async function windowStart (): Promise<void> { runtime.start() }
+async function windowEnd (): Promise<RuntimeWindow> { return runtime.end() }
+
+serve({ start, stop, windowStart, windowEnd, reset: stop })

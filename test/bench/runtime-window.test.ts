@@ -1,0 +1,94 @@
+// The stall figures of e2e-latency: hr-relay's GC and event-loop figures read
+// from its own /metrics text (relay/metrics.ts, prom-client's default metrics)
+// for one window only, the same figures recorded in a reference's worker, and
+// its pipeline histogram for one window.
+import t from 'tap'
+import { Metrics } from '../../relay/metrics.ts'
+import { bucketPercentile, histogramBetween, parseIngestHistogram } from '../../bench/lib/metrics.ts'
+import { figure } from '../../bench/lib/results.ts'
+import { parseRuntime, runtimeBetween, runtimeRecorder } from '../../bench/lib/runtime-window.ts'
+
+/** Blocks the event loop for `ms` (a stall the loop monitors must see). */
+function block (ms: number): void {
+  const until = performance.now() + ms
+  while (performance.now() < until) { /* busy */ }
+}
+
+/** Allocates ~64 MB of short-lived objects: more than any young generation holds, so V8 scavenges. */
+function churn (): number {
+  // Each object outlives its iteration (a ring of 1,000), so escape analysis cannot remove the allocation.
+  const ring: Array<{ i: number, twice: number }> = new Array(1000)
+  for (let i = 0; i < 2_000_000; i++) ring[i % 1000] = { i, twice: i * 2 }
+  return ring.length
+}
+
+/** Lets the loop's timer tick and V8's gc performance entries reach their observers. */
+const ticks = async (): Promise<void> => { for (let i = 0; i < 3; i++) await new Promise(resolve => setTimeout(resolve, 15)) }
+
+t.test('hr-relay /metrics: the GC pauses and the event-loop lateness of one window, not of the time before it', async t => {
+  const metrics = new Metrics({ defaultMetrics: true })
+  await ticks()
+  block(300) // before the window: must not show in it
+  await ticks()
+  const before = parseRuntime((await metrics.text()).body, performance.now())
+  if (before === undefined) throw new Error('no runtime figures in /metrics')
+  await ticks()
+  churn()
+  block(40)
+  await ticks()
+  const after = parseRuntime((await metrics.text()).body, performance.now())
+  if (after === undefined) throw new Error('no runtime figures in /metrics')
+  const w = runtimeBetween(before, after)
+  t.ok(w.gcPauses >= 1, `GC pauses in the window: ${w.gcPauses}`)
+  t.ok(w.gcMs > 0, `GC time in the window: ${w.gcMs} ms`)
+  t.ok(w.loopLateMaxMs >= 25, `the 40 ms block made a 10 ms timer late by ${w.loopLateMaxMs} ms`)
+  t.ok(w.loopLateMaxMs < 250, `the 300 ms block before the window is not in it (${w.loopLateMaxMs} ms)`)
+  t.ok(w.loopLateP99Ms <= w.loopLateMaxMs)
+  t.ok(w.seconds > 0.04 && w.seconds < 30, `window ${w.seconds} s`)
+})
+
+t.test('a server without the runtime figures gives none', async t => {
+  t.equal(parseRuntime('# no metrics\nhr_relay_readings_stored_total 3\n', 0), undefined)
+})
+
+t.test('a reference worker records the same figures for its window', async t => {
+  const rec = runtimeRecorder()
+  rec.start()
+  await ticks()
+  churn()
+  block(80)
+  await ticks()
+  const w = rec.end()
+  t.ok(w.gcPauses >= 1, `GC pauses: ${w.gcPauses}`)
+  t.ok(w.gcMs > 0)
+  t.ok(w.loopLateMaxMs >= 60, `the 80 ms block made a 10 ms timer late by ${w.loopLateMaxMs} ms`)
+  t.ok(w.seconds >= 0.04, `window ${w.seconds} s`)
+  // A second window starts from nothing.
+  rec.start()
+  await ticks()
+  const quiet = rec.end()
+  t.ok(quiet.gcPauses < w.gcPauses || quiet.gcMs < w.gcMs, 'the second window does not carry the first one\'s pauses')
+  t.ok(quiet.loopLateMaxMs < w.loopLateMaxMs, 'nor its lateness')
+})
+
+t.test('the pipeline histogram of one window: the observations between two scrapes', async t => {
+  const metrics = new Metrics()
+  for (let i = 0; i < 3; i++) metrics.observeIngestLatency(0.002)
+  const a = parseIngestHistogram((await metrics.text()).body)
+  metrics.observeIngestLatency(0.02)
+  metrics.observeIngestLatency(0.02)
+  const b = parseIngestHistogram((await metrics.text()).body)
+  if (a === undefined || b === undefined) throw new Error('no ingest histogram in /metrics')
+  const w = histogramBetween(a, b)
+  t.equal(w.count, 2)
+  t.ok(Math.abs(w.meanMs - 20) < 1e-6, `mean ${w.meanMs} ms`)
+  t.equal(bucketPercentile(w, 99), 25)
+  t.equal(bucketPercentile(b, 50), 2.5, 'the whole histogram still holds the earlier readings')
+})
+
+t.test('a figure against a zero reference has no ratio (not NaN)', async t => {
+  const f = figure('main thread in GC pauses', 12, 'ms/s', { name: 'bare Aedes', value: 0 })
+  t.equal(f.ratio, undefined)
+  t.same(f.reference, { name: 'bare Aedes', value: 0 })
+  t.equal(figure('x', 12, 'ms', { name: 'r', value: 4 }).ratio, 3)
+})
