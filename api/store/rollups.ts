@@ -37,6 +37,12 @@ export function emptyRollup (): Rollup {
   return { c: 0, s: 0, mn: 0, mx: 0, st: 0, sh: 0, f: Number.MAX_SAFE_INTEGER, fc: 0, fh: 0 }
 }
 
+/** Sets every field of `into` to that of `from`. */
+export function copyRollup (into: Rollup, from: Rollup): void {
+  into.c = from.c; into.s = from.s; into.mn = from.mn; into.mx = from.mx
+  into.st = from.st; into.sh = from.sh; into.f = from.f; into.fc = from.fc; into.fh = from.fh
+}
+
 /** Adds a new reading at t with its credit. */
 export function addReading (r: Rollup, t: number, bpm: number, credit: number): void {
   r.mn = r.c === 0 ? bpm : Math.min(r.mn, bpm)

@@ -12,6 +12,7 @@ import { Hub } from '../../../api/hub.ts'
 import { Pipeline } from '../../../api/pipeline/ingest.ts'
 import { sums } from '../../../api/stats.ts'
 import type { Rollup } from '../../../api/store/rollups.ts'
+import type { ReadingCaches } from '../../../api/store/readings-cache.ts'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -141,4 +142,42 @@ t.test('Store.batch writes through abstract-level\'s public batch: sublevel pref
   // A put without a value is refused as abstract-level refuses it, and writes nothing.
   await t.rejects(store.batch([{ type: 'put', sublevel: json, key: 'k3', value: { a: 3 } }, { type: 'put', sublevel: json, key: 'k4', value: undefined }]), { code: 'LEVEL_INVALID_VALUE' })
   t.equal(await json.get('k3'), undefined, 'the batch is atomic')
+})
+
+t.test('a written reading updates the cached latest record and minute rollup in place, with the new values', async t => {
+  const dir = await tempDir(t)
+  const store = await Store.open(dir)
+  const readings = new Readings(store, { gapMs: 5000 })
+  const pipeline = pipelineOn(store, readings)
+  t.teardown(async () => { await pipeline.stop(); await store.close() })
+  const caches = (readings as unknown as { caches: ReadingCaches }).caches
+  const m = Math.floor(NOW / 60_000) * 60_000 - 5 * 60_000
+  await pipeline.submit({ profile_id: 'alice', measured_at: m + 1000, heart_rate: 80, source: 'mqtt', device_id: 'strap-1' })
+  const latest = readings.cachedLatest('alice')
+  const minute = caches.minute.get('alice')
+  const hour = caches.hour.get('alice')
+  if (latest === null || latest === undefined || minute === undefined || hour === undefined) throw new Error('nothing cached after a written reading')
+  const minuteRollup = minute.rollup
+  await pipeline.submit({ profile_id: 'alice', measured_at: m + 2000, heart_rate: 100, source: 'mqtt', device_id: 'strap-2' })
+  // The same objects (old in V8's heap: no young copy survives to the next reading), holding the second reading.
+  t.equal(readings.cachedLatest('alice'), latest, 'the same latest record')
+  t.same(latest, { measured_at: m + 2000, heart_rate: 100, source: 'mqtt', device_id: 'strap-2' })
+  t.equal(caches.minute.get('alice'), minute, 'the same cache entry')
+  t.equal(minute.rollup, minuteRollup, 'the same rollup object')
+  t.same([minuteRollup.c, minuteRollup.s, minuteRollup.mn, minuteRollup.mx, minuteRollup.st, minuteRollup.f], [2, 180, 80, 100, 1000, m + 1000])
+  t.same([hour.rollup.c, hour.rollup.s], [2, 180])
+  // What the caches hold is what the store holds.
+  t.same(await readings.minutes.get(minute.key), { ...minuteRollup })
+  // A record of another shape (no device) replaces the cached one.
+  await pipeline.submit({ profile_id: 'alice', measured_at: m + 3000, heart_rate: 90, source: 'sim' })
+  t.not(readings.cachedLatest('alice'), latest)
+  t.same(readings.cachedLatest('alice'), { measured_at: m + 3000, heart_rate: 90, source: 'sim' })
+  t.same(latest, { measured_at: m + 2000, heart_rate: 100, source: 'mqtt', device_id: 'strap-2' }, 'the replaced record is left as it was')
+  // A new minute starts a new entry; the rollups of the old one stay in the store.
+  await pipeline.submit({ profile_id: 'alice', measured_at: m + 61_000, heart_rate: 70, source: 'sim' })
+  t.not(caches.minute.get('alice'), minute)
+  t.equal(caches.minute.get('alice')?.rollup.c, 1)
+  t.same([hour.rollup.c, hour.rollup.s], [4, 340], 'the hour entry took all four readings in place')
+  const s = await sums(readings, 'alice', m, m + 120_000)
+  t.equal(s.count, 4)
 })
