@@ -101,7 +101,7 @@ export class MqttSource implements Source, DevicePublishes {
     if (willOfClosedClient) throw this.refuse(sink, 'mqtt_will_reading', 'a reading cannot be a last will')
     let payload
     try {
-      payload = decodeDevicePayload(typeof packet.payload === 'string' ? packet.payload : new Uint8Array(packet.payload))
+      payload = decodeDevicePayload(packet.payload)
     } catch (err) {
       if (!isProtocolError(err)) throw new MqttRefusal('bad payload', 'mqtt_bad_payload')
       sink.dropped(`mqtt_${err.code}`)

@@ -89,6 +89,23 @@ t.test('a device publishing to another device\'s topic is disconnected and nothi
   t.equal(h.ingest.readings.length, 0, 'a device may not publish on a user topic either')
 })
 
+t.test('a device whose id is a MAC publishes on its topic in either spelling; readings reach the pipeline under its normalized id', async t => {
+  const h = await startBroker(t)
+  const a = await h.device('aa:bb:cc:dd:ee:01', alice)
+  const client = await h.connect({ username: a.username, password: a.password })
+  // The spelling the relay writes (normalized: upper case), then the device's own lower-case spelling.
+  t.equal((await client.publishAsync('hr-relay/v1/devices/AA:BB:CC:DD:EE:01/heart_rate', payload(81), { qos: 1 }))?.cmd, 'publish', 'acknowledged')
+  t.equal((await client.publishAsync('hr-relay/v1/devices/aa:bb:cc:dd:ee:01/heart_rate', payload(82), { qos: 1 }))?.cmd, 'publish', 'acknowledged')
+  // Its status topic is no reading.
+  await client.publishAsync('hr-relay/v1/devices/AA:BB:CC:DD:EE:01/status', 'online', { qos: 1 })
+  t.same(h.ingest.readings.map(r => [r.device_id, r.heart_rate, r.source]), [['AA:BB:CC:DD:EE:01', 81, 'mqtt'], ['AA:BB:CC:DD:EE:01', 82, 'mqtt']])
+  // Another device's topic in the same shape is still refused.
+  const gone = closed(client)
+  client.publish('hr-relay/v1/devices/AA:BB:CC:DD:EE:02/heart_rate', payload(83), { qos: 1 })
+  await gone
+  t.equal(h.ingest.readings.length, 2)
+})
+
 t.test('an app may not publish at all', async t => {
   const h = await startBroker(t)
   await h.device('hr-01', alice)
