@@ -105,6 +105,18 @@ t.test('admin without a running server, and a broken configuration file', async 
   const r = await run(['admin', 'user', 'list', '--data-dir', dataDir, '--json'])
   t.equal(r.code, 1)
   t.match(JSON.parse(r.stdout).error, /no running hr-relay found for data directory/)
+  // A server.json left by a service that is gone: its port refuses the connection.
+  const { createServer } = await import('node:net')
+  const probe = createServer()
+  await new Promise<void>(resolve => { probe.listen(0, '127.0.0.1', resolve) })
+  const port = (probe.address() as { port: number }).port
+  await new Promise<void>(resolve => { probe.close(() => { resolve() }) })
+  const fs = await import('node:fs/promises')
+  await fs.writeFile(join(dataDir, 'server.json'), JSON.stringify({ url: `http://127.0.0.1:${port}`, pid: 1, mqtt_port: null, started_at: new Date().toISOString() }))
+  await fs.writeFile(join(dataDir, 'admin-token'), 'a'.repeat(32))
+  const gone = await run(['admin', 'user', 'list', '--data-dir', dataDir])
+  t.equal(gone.code, 1)
+  t.match(gone.stderr, new RegExp(`cannot reach hr-relay at http://127\\.0\\.0\\.1:${port}: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(is it running\\?\\)`))
   const cfg = join(dataDir, 'bad.json')
   await import('node:fs/promises').then(fs => fs.writeFile(cfg, JSON.stringify({ http: { port: 'x' }, nope: 1 })))
   const s = await run(['start', '--config', cfg, '--data-dir', dataDir])
