@@ -1,7 +1,6 @@
 // `hr-relay admin ...`: talks to the running server over loopback with the
 // admin token, because LevelDB allows one process per data directory. The
 // server records its address in <data-dir>/server.json.
-import { request } from 'node:http'
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -159,6 +158,7 @@ const ANSWER_TIMEOUT_MS = 300_000
  * ~40 ms of every admin command's start on a 2-core machine (more on a Pi).
  */
 async function send (url: URL, method: string, authorization: string, json: string | undefined): Promise<{ status: number, text: string }> {
+  const { request } = await import('node:http') // here, not at the top: `hr-relay --help` loads this module too
   return await new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization }
     if (json !== undefined) { headers['content-type'] = 'application/json'; headers['content-length'] = String(Buffer.byteLength(json)) }
