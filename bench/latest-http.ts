@@ -11,6 +11,7 @@ import { autocannon, startCannon, type CannonResult } from './lib/autocannon.ts'
 import { BenchFailure } from './lib/errors.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
+import { percentile } from './lib/stats.ts'
 import { cpuOf, ticksPerSecond } from './lib/cpu.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
 import { requireRoute, startServer } from './lib/server.ts'
@@ -71,7 +72,7 @@ export const latestHttp: Scenario = {
       const rps = mine[middle]?.requestsPerSecond ?? 0; const refRps = theirs[middle]?.requestsPerSecond ?? 0
       const hz = ticksPerSecond()
       const perAnswer = (acc: { ticks: number, requests: number }): number => acc.requests > 0 ? acc.ticks * 1e6 / hz / acc.requests : Number.NaN
-      const median = (xs: CannonResult[], k: 'latencyP50' | 'latencyP99'): number => { const v = xs.map(x => x[k]).sort((a, b) => a - b); return v[Math.floor(v.length / 2)] ?? NaN }
+      const median = (xs: CannonResult[], k: 'latencyP50' | 'latencyP99'): number => percentile(xs.map(x => x[k]).sort((a, b) => a - b), 50)
       const bad = mine.reduce((s, x) => s + x.non2xx + x.errors + x.timeouts, 0)
       return {
         figures: [

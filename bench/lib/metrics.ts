@@ -39,11 +39,16 @@ export async function ingestHistogram (httpUrl: string): Promise<IngestHistogram
   return parseIngestHistogram(await res.text())
 }
 
+/** The sum of a metric's samples over all its label sets; undefined when the text has none. */
+export function metricSum (text: string, name: string): number | undefined {
+  let total: number | undefined
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'gm'))) total = (total ?? 0) + Number(m[1])
+  return total
+}
+
 /** Sum of hr_relay_readings_stored_total over its sources; undefined when the server does not export it. */
 export function parseStoredTotal (text: string): number | undefined {
-  let total: number | undefined
-  for (const m of text.matchAll(/^hr_relay_readings_stored_total(?:\{[^}]*\})? ([0-9.e+-]+)$/gm)) total = (total ?? 0) + Number(m[1])
-  return total
+  return metricSum(text, 'hr_relay_readings_stored_total')
 }
 
 export async function storedTotal (httpUrl: string): Promise<number | undefined> {

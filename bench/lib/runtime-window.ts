@@ -7,6 +7,7 @@
 // latency tail is thus split into what the server's main thread spent stalled
 // and what the generator, the receivers and the scheduler added.
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks'
+import { metricSum } from './metrics.ts'
 
 export interface RuntimeWindow {
   seconds: number
@@ -54,15 +55,10 @@ export interface RuntimeScrape { at: number, gcPauses: number, gcMs: number, loo
  * (prom-client resets its histogram at every collection).
  */
 export function parseRuntime (text: string, at: number): RuntimeScrape | undefined {
-  const sumOf = (name: string): number | undefined => {
-    let total: number | undefined
-    for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'gm'))) total = (total ?? 0) + Number(m[1])
-    return total
-  }
-  const count = sumOf('hr_relay_nodejs_gc_duration_seconds_count')
-  const seconds = sumOf('hr_relay_nodejs_gc_duration_seconds_sum')
-  const p99 = sumOf('hr_relay_nodejs_eventloop_lag_p99_seconds')
-  const max = sumOf('hr_relay_nodejs_eventloop_lag_max_seconds')
+  const count = metricSum(text, 'hr_relay_nodejs_gc_duration_seconds_count')
+  const seconds = metricSum(text, 'hr_relay_nodejs_gc_duration_seconds_sum')
+  const p99 = metricSum(text, 'hr_relay_nodejs_eventloop_lag_p99_seconds')
+  const max = metricSum(text, 'hr_relay_nodejs_eventloop_lag_max_seconds')
   if (count === undefined || seconds === undefined || p99 === undefined || max === undefined) return undefined
   return { at, gcPauses: count, gcMs: seconds * 1000, loopP99Ms: p99 * 1000, loopMaxMs: max * 1000 }
 }

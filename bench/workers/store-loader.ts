@@ -117,8 +117,10 @@ async function compact (dir: string): Promise<{ bytes: number, raw: number }> {
   }
 }
 
-/** Latency of n sequential small LevelDB batches with sync (what one group commit waits for), ms each. */
-/** `gapMs`: the pause between batches (0: back to back); a disk and thread pool that idle in between answer slower. */
+/**
+ * Latency of n sequential small LevelDB batches with sync (what one group commit waits for), ms each. `gapMs`:
+ * the pause between batches (0: back to back); a disk and thread pool that idle in between answer slower.
+ */
 async function syncProbe (dir: string, n: number, gapMs = 0): Promise<Float64Array> {
   const db = new Level<string, Uint8Array>(dir, { valueEncoding: 'view' })
   await db.open()

@@ -28,7 +28,8 @@ const ticks = async (): Promise<void> => { for (let i = 0; i < 3; i++) await new
 t.test('hr-relay /metrics: the GC pauses and the event-loop lateness of one window, not of the time before it', async t => {
   const metrics = new Metrics({ defaultMetrics: true })
   await ticks()
-  block(300) // before the window: must not show in it
+  // Before the window, and longer than anything inside it can take even beside CPU hogs: must not show in it.
+  block(1000)
   await ticks()
   const before = parseRuntime((await metrics.text()).body, performance.now())
   if (before === undefined) throw new Error('no runtime figures in /metrics')
@@ -42,7 +43,7 @@ t.test('hr-relay /metrics: the GC pauses and the event-loop lateness of one wind
   t.ok(w.gcPauses >= 1, `GC pauses in the window: ${w.gcPauses}`)
   t.ok(w.gcMs > 0, `GC time in the window: ${w.gcMs} ms`)
   t.ok(w.loopLateMaxMs >= 25, `the 40 ms block made a 10 ms timer late by ${w.loopLateMaxMs} ms`)
-  t.ok(w.loopLateMaxMs < 250, `the 300 ms block before the window is not in it (${w.loopLateMaxMs} ms)`)
+  t.ok(w.loopLateMaxMs < 900, `the 1000 ms block before the window is not in it (${w.loopLateMaxMs} ms)`)
   t.ok(w.loopLateP99Ms <= w.loopLateMaxMs)
   t.ok(w.seconds > 0.04 && w.seconds < 30, `window ${w.seconds} s`)
 })
@@ -56,12 +57,12 @@ t.test('a reference worker records the same figures for its window', async t => 
   rec.start()
   await ticks()
   churn()
-  block(80)
+  block(150) // far more than a quiet window's timer is late, even beside CPU hogs
   await ticks()
   const w = rec.end()
   t.ok(w.gcPauses >= 1, `GC pauses: ${w.gcPauses}`)
   t.ok(w.gcMs > 0)
-  t.ok(w.loopLateMaxMs >= 60, `the 80 ms block made a 10 ms timer late by ${w.loopLateMaxMs} ms`)
+  t.ok(w.loopLateMaxMs >= 130, `the 150 ms block made a 10 ms timer late by ${w.loopLateMaxMs} ms`)
   t.ok(w.seconds >= 0.04, `window ${w.seconds} s`)
   // A second window starts from nothing.
   rec.start()
