@@ -12,6 +12,13 @@
 // (bench/README.md, footprint). The same code: only whitespace and syntax are
 // minified, no name changes. Without esbuild (it is a development dependency
 // like TypeScript) the imports stay as they are.
+// The command's front (bin/cli.js and the relay/cli*.js modules it imports,
+// what `hr-relay --help` and `hr-relay admin …` load) is then bundled by esbuild
+// into the one module dist/bin/cli.js: Node's ES module loader pays a few
+// milliseconds per module (resolve, read, compile, link), about 8 ms of
+// `--help`'s start for these seven. Their dynamic imports (the service, the
+// simulator) stay imports of the compiled modules, so each module still exists
+// once; nothing outside the front imports it (test/build.test.ts checks).
 // `--prepare` (the `prepare` script, run by `npm install` in a checkout): when
 // TypeScript is not installed (`--omit=dev`) or tsc fails, says so and exits 0,
 // so the install goes on and bin/hr-relay.js runs the sources through esbuild (scripts/ts-loader-hooks.mjs).
@@ -65,6 +72,32 @@ async function vendor () {
   return true
 }
 
+/** The modules bundled into OUT/bin/cli.js: its static imports, relative ones only. */
+const FRONT = join('bin', 'cli.js')
+
+/** Bundles the command's front into OUT/bin/cli.js (dynamic imports stay imports of OUT's modules); the bundled modules, or undefined without esbuild. */
+async function bundleFront () {
+  let esbuild
+  try { esbuild = await import('esbuild') } catch { return undefined }
+  const entry = join(OUT, FRONT)
+  const keepDynamic = {
+    name: 'keep-dynamic-imports',
+    setup (build) {
+      build.onResolve({ filter: /.*/ }, args => {
+        if (args.kind !== 'dynamic-import' || !args.path.startsWith('.')) return undefined
+        const rel = relative(dirname(entry), resolve(args.resolveDir, args.path))
+        return { path: rel.startsWith('.') ? rel : './' + rel, external: true }
+      })
+    }
+  }
+  const result = await esbuild.build({
+    entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external',
+    plugins: [keepDynamic], write: false, outfile: entry, sourcemap: 'linked', metafile: true, logLevel: 'warning'
+  })
+  for (const file of result.outputFiles) await writeFile(file.path, file.contents)
+  return Object.keys(result.metafile.inputs).map(p => relative(OUT, resolve(ROOT, p)))
+}
+
 async function assets (dir) {
   const out = []
   for (const e of await readdir(join(ROOT, dir), { withFileTypes: true })) {
@@ -87,6 +120,7 @@ if (tsc.status !== 0) {
   process.exit(prepare ? 0 : 1)
 }
 const vendored = await vendor()
+const front = await bundleFront()
 let copied = 0
 for (const folder of FOLDERS) {
   for (const file of await assets(folder)) { await cp(join(ROOT, file), join(OUT, file)); copied++ }
@@ -94,4 +128,4 @@ for (const folder of FOLDERS) {
 const stamp = join(OUT, '.build-stamp')
 await writeFile(stamp, started.toISOString() + '\n')
 await utimes(stamp, started, started)
-console.log(`build: compiled to ${OUT} and copied ${copied} assets${vendored ? `; bundled ${Object.keys(VENDORED).join(', ')} into vendor/` : ''}`)
+console.log(`build: compiled to ${OUT} and copied ${copied} assets${vendored ? `; bundled ${Object.keys(VENDORED).join(', ')} into vendor/` : ''}${front === undefined ? '' : `; bundled ${front.length} modules into ${FRONT}`}`)

@@ -81,7 +81,34 @@ t.test('the compiled build starts and serves its assets', async t => {
   t.match(schema, /from '\.\.\/\.\.\/vendor\/typebox\.js'/)
   t.notMatch(schema, /@sinclair\/typebox/)
 
-  const entry = join(out, 'relay/cli-entry.js')
+  // The command's front is one module: no static import of another compiled module; each dynamic one names a compiled file.
+  const front = await readFile(join(out, 'bin/cli.js'), 'utf8')
+  t.notMatch(front, /^import [^;]*from "\.\.?\//m, 'bin/cli.js imports no compiled module statically')
+  const lazy = [...front.matchAll(/import\("(\.\.?\/[^"]+)"\)/g)].map(m => m[1] as string)
+  t.same([...new Set(lazy)].sort(), ['../api/store/db.js', '../device-sim/cli.js', '../device-sim/demo-hooks.js', '../relay/config.js', '../relay/listen-error.js', '../relay/main.js'])
+  for (const rel of lazy) t.ok((await stat(join(out, 'bin', rel)).catch(() => undefined))?.isFile(), `${rel} exists in the build`)
+  // Bundled modules exist twice (in the bundle and compiled on their own): nothing else may import them, or a class like CliError would be two classes.
+  const bundled = ['cli.js', 'cli-admin.js', 'cli-entry.js', 'cli-rooms.js', 'cli-devices.js', 'cli-integrations.js']
+  const importers: string[] = []
+  const walk = async (dir: string): Promise<void> => {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name)
+      if (e.isDirectory()) await walk(path)
+      else if (e.name.endsWith('.js') && !path.startsWith(join(out, 'relay', 'cli')) && path !== join(out, 'bin/cli.js') && !path.startsWith(join(out, 'vendor'))) {
+        const text = await readFile(path, 'utf8')
+        if (bundled.some(b => text.includes(`/relay/${b}"`) || text.includes(`"./${b}"`))) importers.push(path)
+      }
+    }
+  }
+  await walk(out)
+  t.same(importers, [], 'no module outside the front imports a bundled one')
+  const help = spawnSync(process.execPath, ['--input-type=module', '-e',
+    `const m = await import(${JSON.stringify(join(out, 'bin/cli.js'))}); process.exitCode = await m.main(['sim', '--help'])`], { encoding: 'utf8' })
+  t.equal(help.status, 0, help.stderr)
+  t.match(help.stdout, /hr-relay sim/, 'the bundle loads the simulator through its dynamic import')
+
+  // The service starts through the bundled front, as bin/hr-relay.js runs it.
+  const entry = join(out, 'bin/cli.js')
   const server = spawn(process.execPath, ['--input-type=module', '-e',
     `const m = await import(${JSON.stringify(entry)}); const code = await m.main(process.argv.slice(1)); if (code >= 0) process.exit(code)`,
     'start', '--data-dir', dataDir, '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {
