@@ -7,6 +7,7 @@ import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
 import { bucketPercentile, histogramBetween, parseIngestHistogram, type IngestHistogram } from './lib/metrics.ts'
+import { schedBetween, schedOf, ticksPerSecond, type SchedSample, type SchedWindow } from './lib/cpu.ts'
 import { parseRuntime, runtimeBetween, type RuntimeScrape, type RuntimeWindow } from './lib/runtime-window.ts'
 import { allCpus, pinProcess, startHog } from './lib/hog.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
@@ -37,13 +38,31 @@ export interface Placement {
 /** The server's own stalls over a measured window: called after the warm-up and after the window's publishes. */
 export interface StallProbe { before: () => Promise<void>, after: () => Promise<Stalls | undefined> }
 
-/** The server's main-thread stalls in a window and, for hr-relay, its pipeline's submit → durable times. */
-export interface Stalls { runtime: RuntimeWindow, pipeline?: IngestHistogram }
+/**
+ * The server's main-thread stalls in a window, its scheduling (CPU of every
+ * thread, wake-ups, preemptions; from /proc) and, for hr-relay, its
+ * pipeline's submit → durable times.
+ */
+export interface Stalls { runtime: RuntimeWindow, sched?: SchedWindow, pipeline?: IngestHistogram }
+
+/** Samples a process's threads before a window and gives what they did in it (undefined where /proc cannot be read). */
+function schedProbe (pid: number): { before: () => Promise<void>, after: () => Promise<SchedWindow | undefined> } {
+  let first: SchedSample | undefined
+  const sample = async (): Promise<SchedSample | undefined> => await schedOf(pid).catch(() => undefined)
+  return {
+    async before () { first = await sample() },
+    async after () {
+      const last = await sample()
+      return first === undefined || last === undefined ? undefined : schedBetween(first, last, ticksPerSecond())
+    }
+  }
+}
 
 interface Window { report: PublishReport, delivery: Delivery, stalls?: Stalls }
 
 /** hr-relay's stalls, from two scrapes of its /metrics. */
-function metricsProbe (httpUrl: string): StallProbe {
+function metricsProbe (httpUrl: string, pid: number): StallProbe {
+  const sched = schedProbe(pid)
   let first: { runtime?: RuntimeScrape, pipeline?: IngestHistogram } = {}
   const scrape = async (): Promise<typeof first> => {
     const res = await fetch(`${httpUrl}/metrics`)
@@ -53,21 +72,26 @@ function metricsProbe (httpUrl: string): StallProbe {
     return { ...(runtime === undefined ? {} : { runtime }), ...(pipeline === undefined ? {} : { pipeline }) }
   }
   return {
-    async before () { first = await scrape() },
+    async before () { first = await scrape(); await sched.before() },
     async after () {
+      const s = await sched.after()
       const last = await scrape()
       if (first.runtime === undefined || last.runtime === undefined) return undefined
       const pipeline = first.pipeline === undefined || last.pipeline === undefined ? undefined : histogramBetween(first.pipeline, last.pipeline)
-      return { runtime: runtimeBetween(first.runtime, last.runtime), ...(pipeline === undefined ? {} : { pipeline }) }
+      return { runtime: runtimeBetween(first.runtime, last.runtime), ...(s === undefined ? {} : { sched: s }), ...(pipeline === undefined ? {} : { pipeline }) }
     }
   }
 }
 
 /** The bare broker's stalls, recorded in its worker. */
 function workerProbe (broker: Worker): StallProbe {
+  const sched = schedProbe(broker.pid)
   return {
-    async before () { await broker.call('windowStart') },
-    async after () { return { runtime: await broker.call<RuntimeWindow>('windowEnd') } }
+    async before () { await broker.call('windowStart'); await sched.before() },
+    async after () {
+      const s = await sched.after()
+      return { runtime: await broker.call<RuntimeWindow>('windowEnd'), ...(s === undefined ? {} : { sched: s }) }
+    }
   }
 }
 
@@ -114,7 +138,7 @@ export async function throughHrRelay (ctx: Context, devices: Worker, n: number, 
     const port = requireMqtt(server)
     await openViewers(viewers, viewersFor(server.url, f.users.slice(0, n)))
     await devices.call('connect', port, f.devices.slice(0, n))
-    const probe = metricsProbe(server.url)
+    const probe = metricsProbe(server.url, server.pid)
     const first = await measure(devices, viewers, n, windowMs, placement, probe)
     let hogged: Measured | undefined
     if (hogWindowMs !== undefined) {
@@ -153,20 +177,30 @@ export async function throughAedes (devices: Worker, n: number, windowMs: number
 
 /**
  * Where a tail comes from: how long each server's main thread was stalled in
- * the window (GC pauses per second; how late a 10 ms timer fired), next to
- * the reference's. No target: the figures explain the p99 rows above them.
+ * the window (GC pauses per second; how late a 10 ms timer fired), and what it
+ * asked of the scheduler per reading (CPU of every thread; wake-ups, each a
+ * thread that blocked and must get a core again: beside a hog, a wait for it),
+ * next to the reference's. No target: the figures explain the p99 rows above them.
  */
-function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | undefined, refName: string): Figure[] {
+function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | undefined, refName: string, readings: { ours: number, ref: number }): Figure[] {
   if (ours === undefined) return []
   const perSecond = (s: Stalls): number => s.runtime.gcMs / s.runtime.seconds
-  return [
+  const refFigure = (value: number | undefined): { name: string, value: number } | undefined => value === undefined ? undefined : { name: refName, value }
+  const figures = [
     figure(`main thread in GC pauses, ${what}`, perSecond(ours), 'ms/s', ref === undefined ? undefined : { name: refName, value: perSecond(ref) }),
     figure(`event-loop lateness p99 (10 ms timer), ${what}`, ours.runtime.loopLateP99Ms, 'ms', ref === undefined ? undefined : { name: refName, value: ref.runtime.loopLateP99Ms })
   ]
+  if (ours.sched !== undefined && readings.ours > 0) {
+    const refSched = ref?.sched !== undefined && readings.ref > 0 ? ref.sched : undefined
+    figures.push(figure(`server CPU per reading (every thread), ${what}`, ours.sched.cpuUs / readings.ours, 'µs', refFigure(refSched === undefined ? undefined : refSched.cpuUs / readings.ref)))
+    figures.push(figure(`thread wake-ups per reading (voluntary context switches, every thread), ${what}`, ours.sched.wakeups / readings.ours, 'wake-ups', refFigure(refSched === undefined ? undefined : refSched.wakeups / readings.ref)))
+  }
+  return figures
 }
 
 function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {
-  const one = (s: Stalls): string => `${s.runtime.gcPauses} GC ${s.runtime.gcPauses === 1 ? 'pause' : 'pauses'} in ${s.runtime.seconds.toFixed(1)} s (mean ${(s.runtime.gcMs / Math.max(1, s.runtime.gcPauses)).toFixed(1)} ms), a 10 ms timer late by p99 ${fmt(s.runtime.loopLateP99Ms)} ms and at worst ${fmt(s.runtime.loopLateMaxMs)} ms`
+  const sched = (w: SchedWindow | undefined): string => w === undefined ? '' : `, ${w.threads} threads woken ${w.wakeups} times and preempted ${w.preemptions} times`
+  const one = (s: Stalls): string => `${s.runtime.gcPauses} GC ${s.runtime.gcPauses === 1 ? 'pause' : 'pauses'} in ${s.runtime.seconds.toFixed(1)} s (mean ${(s.runtime.gcMs / Math.max(1, s.runtime.gcPauses)).toFixed(1)} ms), a 10 ms timer late by p99 ${fmt(s.runtime.loopLateP99Ms)} ms and at worst ${fmt(s.runtime.loopLateMaxMs)} ms${sched(s.sched)}`
   if (ours === undefined) return `stalls, ${what}: hr-relay exports no GC or event-loop figures at /metrics`
   const p = ours.pipeline
   const pipeline = p === undefined || p.count === 0 ? '' : `; its pipeline, submit → durable (/metrics): ${p.count} readings, mean ${fmt(p.meanMs)} ms, p99 <= ${bucketPercentile(p, 99)} ms (bucket bound)`
@@ -200,7 +234,7 @@ export const e2eLatency: Scenario = {
           last ? { text: 'p99 <= 10 ms and <= 3x reference', met: d.summary.p99 <= 10 && d.summary.p99 <= 3 * ref.summary.p99 } : undefined))
         figures.push(figure(`max publish→WebSocket, ${n} devices`, d.summary.max, 'ms', { name: refName, value: ref.summary.max }))
         figures.push(figure(`readings lost, ${n} devices`, d.lost, 'readings', undefined, { text: 'zero lost', met: d.lost === 0 }))
-        figures.push(...stallFigures(`${n} devices`, hrRelayStalls, ref.stalls, refName))
+        figures.push(...stallFigures(`${n} devices`, hrRelayStalls, ref.stalls, refName, { ours: d.expected, ref: ref.expected }))
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
         notes.push(stallNote(`${n} devices`, hrRelayStalls, ref.stalls))
@@ -211,7 +245,7 @@ export const e2eLatency: Scenario = {
           contention.push(figure(`contention: p99 publish→WebSocket beside a CPU hog, ${n} devices`, h.summary.p99, 'ms', { name: 'bare Aedes, same hog', value: ref.hogged.summary.p99 },
             { text: 'p99 <= 3x reference under the same hog', met: h.summary.p99 <= 3 * ref.hogged.summary.p99 }))
           contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, h.lost, 'readings', undefined, { text: 'zero lost', met: h.lost === 0 }))
-          contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls, 'bare Aedes, same hog'))
+          contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls, 'bare Aedes, same hog', { ours: h.expected, ref: ref.hogged.expected }))
           lost += h.lost
           notes.push(`contention, ${n} devices: ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from the warm-up to the stragglers of a ${hogWindowMs / 1000} s window on the same connections, both sides; ${h.expected} readings sent, ${h.received} received, ${hogged.report.unacked} without PUBACK; generator lag max ${hogged.report.maxLagMs.toFixed(1)} ms; reference lost ${ref.hogged.lost}`)
           notes.push(stallNote(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls))

@@ -3,7 +3,7 @@
 // reading, and how flat that curve is. The parsing and arithmetic are pure,
 // so test/bench/cpu.test.ts checks them exactly.
 import { execFileSync } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { readFile, readdir } from 'node:fs/promises'
 
 export interface CpuTicks { user: number, system: number }
 
@@ -63,4 +63,59 @@ export function curveRise (points: readonly CurvePoint[]): number {
   const last = sorted[sorted.length - 1]
   if (first === undefined || last === undefined || sorted.length < 2 || first.usPerReading <= 0) return Number.NaN
   return last.usPerReading / first.usPerReading
+}
+
+/**
+ * Context switches of one thread, from its /proc/<pid>/task/<tid>/status
+ * (proc(5)): voluntary ones are the thread blocking (it waits for work and is
+ * woken for the next, so each is one wake-up), involuntary ones the scheduler
+ * taking the core from it (a preemption).
+ */
+export interface Switches { voluntary: number, involuntary: number }
+
+/** The two context-switch counters of a status file. */
+export function parseSwitches (status: string): Switches {
+  const count = (name: string): number => {
+    const m = new RegExp(`^${name}:\\s*(\\d+)\\s*$`, 'm').exec(status)
+    if (m === null) throw new Error(`no ${name} in the status file`)
+    return Number(m[1])
+  }
+  return { voluntary: count('voluntary_ctxt_switches'), involuntary: count('nonvoluntary_ctxt_switches') }
+}
+
+/** Every thread's counters and CPU ticks at one moment, by thread id. */
+export type SchedSample = Map<string, Switches & CpuTicks>
+
+/** Samples every thread of a process (/proc/<pid>/task/<tid>/status and stat); a thread that exits while it is read is left out. */
+export async function schedOf (pid: number): Promise<SchedSample> {
+  const sample: SchedSample = new Map()
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    try {
+      const [status, stat] = await Promise.all([readFile(`/proc/${pid}/task/${tid}/status`, 'utf8'), readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8')])
+      sample.set(tid, { ...parseSwitches(status), ...parseProcStat(stat) })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ESRCH') throw err
+    }
+  }
+  return sample
+}
+
+/** A process's scheduling between two samples: CPU (every thread), wake-ups and preemptions. */
+export interface SchedWindow { cpuUs: number, wakeups: number, preemptions: number, threads: number }
+
+/**
+ * What the process's threads did between two samples. A thread in both counts
+ * its difference; one started in between counts from zero; one that ended in
+ * between is not counted (its last counts are gone with it).
+ */
+export function schedBetween (before: SchedSample, after: SchedSample, hz: number): SchedWindow {
+  let ticks = 0; let wakeups = 0; let preemptions = 0
+  for (const [tid, a] of after) {
+    const b = before.get(tid) ?? { voluntary: 0, involuntary: 0, user: 0, system: 0 }
+    ticks += a.user - b.user + a.system - b.system
+    wakeups += a.voluntary - b.voluntary
+    preemptions += a.involuntary - b.involuntary
+  }
+  if (ticks < 0 || wakeups < 0 || preemptions < 0) throw new RangeError('counters went backwards: the samples are of different processes')
+  return { cpuUs: ticks * 1e6 / hz, wakeups, preemptions, threads: after.size }
 }

@@ -1,7 +1,7 @@
 // The cost-curve's arithmetic: CPU ticks from /proc/<pid>/stat, µs per
 // reading, its resolution, and how far the curve rises.
 import t from 'tap'
-import { cpuMicrosPerReading, curveRise, parseProcStat, tickResolutionMicros } from '../../bench/lib/cpu.ts'
+import { cpuMicrosPerReading, curveRise, parseProcStat, parseSwitches, schedBetween, schedOf, tickResolutionMicros, ticksPerSecond, type SchedSample } from '../../bench/lib/cpu.ts'
 import { parseStoredTotal } from '../../bench/lib/metrics.ts'
 
 // A real line's shape (proc(5)): utime is field 14 (here 1234), stime field 15 (here 567).
@@ -43,4 +43,38 @@ t.test('parseStoredTotal sums hr_relay_readings_stored_total over its sources', 
   ].join('\n')
   t.equal(parseStoredTotal(text), 1525)
   t.equal(parseStoredTotal('hr_relay_dropped_total 3\n'), undefined)
+})
+
+// The end of a real /proc/<pid>/task/<tid>/status (proc(5)).
+const status = (voluntary: number, involuntary: number): string => `Name:\tnode\nState:\tS (sleeping)\nTgid:\t4242\nThreads:\t11\nvoluntary_ctxt_switches:\t${voluntary}\nnonvoluntary_ctxt_switches:\t${involuntary}\n`
+
+t.test('parseSwitches reads both context-switch counters of a status file', async t => {
+  t.same(parseSwitches(status(1234, 56)), { voluntary: 1234, involuntary: 56 })
+  t.throws(() => parseSwitches('Name:\tnode\nvoluntary_ctxt_switches:\t3\n'), /no nonvoluntary_ctxt_switches/)
+  t.throws(() => parseSwitches('Name:\tnode\n'), /no voluntary_ctxt_switches/)
+})
+
+t.test('schedBetween: differences per thread; a new thread counts from zero, an ended one not at all', async t => {
+  const at = (rows: Array<[string, number, number, number, number]>): SchedSample => new Map(rows.map(([tid, voluntary, involuntary, user, system]) => [tid, { voluntary, involuntary, user, system }]))
+  const before = at([['1', 100, 10, 50, 5], ['2', 40, 1, 10, 0], ['3', 7, 7, 7, 7]])
+  const after = at([['1', 160, 13, 80, 15], ['2', 45, 1, 12, 0], ['4', 20, 2, 3, 1]])
+  // Ticks: (30 + 10) + 2 + (3 + 1) = 46 at 100 Hz = 460 ms; wake-ups 60 + 5 + 20; preemptions 3 + 0 + 2.
+  t.same(schedBetween(before, after, 100), { cpuUs: 460_000, wakeups: 85, preemptions: 5, threads: 3 })
+  t.throws(() => schedBetween(after, before, 100), /went backwards/)
+})
+
+t.test('schedOf samples every thread of a running process: its sleeps are wake-ups, its work CPU', async t => {
+  const hz = ticksPerSecond()
+  const before = await schedOf(process.pid)
+  t.ok(before.has(String(process.pid)), 'the main thread is among the tasks')
+  // Each timer with nothing else to do blocks the main thread in epoll until it fires: one voluntary switch or more.
+  for (let i = 0; i < 20; i++) await new Promise(resolve => setTimeout(resolve, 5))
+  // 200 ms of this process's CPU, whatever the machine's load makes of the wall time.
+  const cpu0 = process.cpuUsage()
+  let x = 0
+  while (process.cpuUsage(cpu0).user < 200_000) x += Math.sqrt(x + 1)
+  const w = schedBetween(before, await schedOf(process.pid), hz)
+  t.ok(w.wakeups >= 20, `${w.wakeups} wake-ups for 20 sleeps`)
+  t.ok(w.cpuUs >= 150_000, `${w.cpuUs} µs of CPU for a 200 ms busy loop (${x > 0 ? 'ran' : ''})`)
+  t.ok(w.threads >= 1)
 })
