@@ -1,7 +1,8 @@
 // startup: how fast the installed command answers, through bin/hr-relay.js as
 // an operator runs it (compiled dist/; the scenario builds it first when it is
 // missing or stale). Each figure is the median wall time of N runs, spawn to
-// exit (or to GET /health 200), against `node -e 0` measured in the same run:
+// exit (or to GET /health 200), against `node -e 0` measured in the same run
+// (each command's runs alternate with runs of `node -e 0`):
 // `hr-relay --help`, `hr-relay admin user list` against a running service,
 // and `hr-relay start --no-demo` until /health answers 200.
 import { spawn } from 'node:child_process'
@@ -35,14 +36,22 @@ async function timed (args: string[]): Promise<{ ms: number, code: number | null
   return { ms: performance.now() - t0, code, stdout, stderr }
 }
 
-async function median (n: number, args: string[], check: (r: { code: number | null, stdout: string, stderr: string }) => boolean): Promise<number> {
-  const times: number[] = []
+type Run = { code: number | null, stdout: string, stderr: string }
+
+/**
+ * Runs each command n times, the commands in turn (A B A B …), so that every
+ * command meets the same moments of a shared machine; the median wall time of each.
+ */
+async function interleaved (n: number, commands: Array<{ args: string[], check: (r: Run) => boolean }>): Promise<number[]> {
+  const times: number[][] = commands.map(() => [])
   for (let i = 0; i < n; i++) {
-    const r = await timed(args)
-    if (!check(r)) throw new BenchFailure(`node ${args.join(' ')} failed (exit ${r.code}): ${r.stderr.slice(0, 500)}`)
-    times.push(r.ms)
+    for (const [k, c] of commands.entries()) {
+      const r = await timed(c.args)
+      if (!c.check(r)) throw new BenchFailure(`node ${c.args.join(' ')} failed (exit ${r.code}): ${r.stderr.slice(0, 500)}`)
+      times[k]?.push(r.ms)
+    }
   }
-  return summarize(times).p50
+  return times.map(ts => summarize(ts).p50)
 }
 
 /** `hr-relay start --no-demo` on a fresh data directory: ms from spawn to the first GET /health 200. */
@@ -88,14 +97,16 @@ export const startup: Scenario = {
     }
     const ok = (r: { code: number | null, stderr: string }): boolean => r.code === 0 && !FALLBACK.test(r.stderr)
 
-    const bare = await median(n, ['-e', '0'], r => r.code === 0)
-    const help = await median(n, [BIN, '--help'], r => ok(r) && r.stdout.includes('hr-relay start'))
+    // node -e 0 runs in turn with each command it is the reference of: a burst of other work on the machine meets both.
+    const bareRun = { args: ['-e', '0'], check: (r: Run) => r.code === 0 }
+    const [bare, help] = await interleaved(n, [bareRun, { args: [BIN, '--help'], check: r => ok(r) && r.stdout.includes('hr-relay start') }]) as [number, number]
 
     const server = await startServer()
     let admin: number
+    let bareAdmin: number
     try {
       await server.admin('POST', '/admin/users', { username: 'startup', password: 'startup-password' })
-      admin = await median(n, [BIN, 'admin', 'user', 'list', '--data-dir', server.dataDir], r => ok(r) && r.stdout.startsWith('startup\t'))
+      ;[bareAdmin, admin] = await interleaved(n, [bareRun, { args: [BIN, 'admin', 'user', 'list', '--data-dir', server.dataDir], check: r => ok(r) && r.stdout.startsWith('startup\t') }]) as [number, number]
     } finally {
       await server.stop()
     }
@@ -104,13 +115,13 @@ export const startup: Scenario = {
     for (let i = 0; i < nStart; i++) starts.push(await startToHealth())
     const start = summarize(starts).p50
     const ref = { name: 'node -e 0', value: bare }
-    notes.push(`${n} runs each of node -e 0, --help and admin user list; ${nStart} starts, each on a fresh data directory (start: ${starts.map(s => s.toFixed(0)).join(', ')} ms)`)
+    notes.push(`${n} runs each of --help and admin user list, each in turn with a run of node -e 0 (its median beside admin: ${bareAdmin.toFixed(0)} ms); ${nStart} starts, each on a fresh data directory (start: ${starts.map(s => s.toFixed(0)).join(', ')} ms)`)
     return {
       figures: [
         figure(`hr-relay --help, median of ${n}`, help, 'ms', ref, { text: '<= 150 ms', met: help <= 150 }),
-        figure(`hr-relay admin user list against a running service, median of ${n}`, admin, 'ms', ref, { text: '<= 400 ms', met: admin <= 400 }),
+        figure(`hr-relay admin user list against a running service, median of ${n}`, admin, 'ms', { name: 'node -e 0', value: bareAdmin }, { text: '<= 400 ms', met: admin <= 400 }),
         figure(`hr-relay start --no-demo to GET /health 200, median of ${nStart}`, start, 'ms', ref, { text: '<= 1,500 ms', met: start <= 1500 }),
-        figure(`node -e 0, median of ${n}`, bare, 'ms')
+        figure(`node -e 0, median of ${n} (in turn with --help)`, bare, 'ms')
       ],
       lost: 0,
       notes
