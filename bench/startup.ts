@@ -1,4 +1,4 @@
-// startup: how fast the installed command answers, through bin/hr-relay.js as
+// startup: how fast the installed command answers, through bin/hr-relay.cjs as
 // an operator runs it (compiled dist/; the scenario builds it first when it is
 // missing or stale). Each figure is the median wall time of N runs, spawn to
 // exit (or to GET /health 200), against `node -e 0` measured in the same run
@@ -14,7 +14,7 @@ import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario
 import { ROOT, startServer, tempDir } from './lib/server.ts'
 import { summarize } from './lib/stats.ts'
 
-const BIN = join(ROOT, 'bin/hr-relay.js')
+const BIN = join(ROOT, 'bin/hr-relay.cjs')
 const FALLBACK = /running the TypeScript sources through esbuild/
 
 /** The environment of an operator's shell: no HR_RELAY_FROM_SOURCE, BLE off, quiet log. */
@@ -86,14 +86,14 @@ export const startup: Scenario = {
     const n = ctx.quick ? 3 : 20
     const nStart = ctx.quick ? 2 : 10
     const notes: string[] = []
-    // The installed box runs dist/; build it when bin/hr-relay.js would fall back to the sources.
+    // The installed box runs dist/; build it when bin/hr-relay.cjs would fall back to the sources.
     const probe = await timed([BIN, '--help'])
     if (FALLBACK.test(probe.stderr)) {
       ctx.log(`startup: ${probe.stderr.trim()}; building dist/ (npm run build)`)
       const build = await timed([join(ROOT, 'scripts/build.mjs')])
       if (build.code !== 0) throw new BenchFailure(`npm run build failed: ${build.stderr.slice(-2000)}`)
       notes.push(`dist/ was missing or stale: built it first (${(build.ms / 1000).toFixed(1)} s)`)
-      if (FALLBACK.test((await timed([BIN, '--help'])).stderr)) throw new BenchFailure('bin/hr-relay.js still runs the sources after npm run build')
+      if (FALLBACK.test((await timed([BIN, '--help'])).stderr)) throw new BenchFailure('bin/hr-relay.cjs still runs the sources after npm run build')
     }
     const ok = (r: { code: number | null, stderr: string }): boolean => r.code === 0 && !FALLBACK.test(r.stderr)
 

@@ -1,4 +1,4 @@
-// The hr-relay command as installed (bin/hr-relay.js runs this): the
+// The hr-relay command as installed (bin/hr-relay.cjs runs its bundle, dist/bin/cli.cjs): the
 // product's CLI (relay/cli-entry.ts) with the simulator beside it, `hr-relay
 // sim` and the demo `hr-relay start` runs when the configuration says
 // `demo: true` (on by default). The one module that imports both the product

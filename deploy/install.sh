@@ -20,7 +20,7 @@ UNIT=/etc/systemd/system/hr-relay.service
 
 if [ -z "$NODE" ]; then echo "install.sh: no node on the PATH; install Node 20 first (or set NODE=/path/to/node)" >&2; exit 1; fi
 case "$PREFIX$NODE$DATA_DIR$BINDIR" in *'|'*|*"'"*|*'"'*|*' '*) echo "install.sh: PREFIX, NODE, DATA_DIR and BINDIR must not contain spaces, quotes or |" >&2; exit 1 ;; esac
-if [ ! -f "$PREFIX/bin/hr-relay.js" ]; then echo "install.sh: $PREFIX/bin/hr-relay.js not found (PREFIX must be the hr-relay checkout)" >&2; exit 1; fi
+if [ ! -f "$PREFIX/bin/hr-relay.cjs" ]; then echo "install.sh: $PREFIX/bin/hr-relay.cjs not found (PREFIX must be the hr-relay checkout)" >&2; exit 1; fi
 if [ ! -f "$PREFIX/dist/.build-stamp" ]; then echo "install.sh: warning: $PREFIX has no build (dist/); run npm ci && npm run build there, or the service starts from the TypeScript sources (slower)" >&2; fi
 
 mkdir -p "$DESTDIR$(dirname "$UNIT")" "$DESTDIR$BINDIR" "$DESTDIR$(dirname "$CONFIG")"
@@ -51,7 +51,7 @@ cat > "$DESTDIR$BINDIR/hr-relay.tmp" <<WRAPPER
 # hr-relay, installed by $PREFIX/deploy/install.sh: admin commands find the service's data directory by default.
 HR_RELAY_DATA_DIR=\${HR_RELAY_DATA_DIR:-$DATA_DIR}
 export HR_RELAY_DATA_DIR
-exec $NODE $PREFIX/bin/hr-relay.js "\$@"
+exec $NODE $PREFIX/bin/hr-relay.cjs "\$@"
 WRAPPER
 chmod 0755 "$DESTDIR$BINDIR/hr-relay.tmp"
 mv "$DESTDIR$BINDIR/hr-relay.tmp" "$DESTDIR$BINDIR/hr-relay"

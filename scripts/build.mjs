@@ -2,7 +2,7 @@
 // `npm run build`: compiles the service to dist/ (or the folder given) with tsc,
 // then copies the files the code reads at run time that tsc does not emit:
 // JSON (scenarios, schemas) and the web pages' static assets, and writes
-// .build-stamp with the time the build started (bin/hr-relay.js runs dist/
+// .build-stamp with the time the build started (bin/hr-relay.cjs runs dist/
 // only while no source is newer).
 // TypeBox (the route and configuration schemas' builder) goes into the build as
 // one module, vendor/typebox.js, bundled by esbuild from node_modules, and the
@@ -14,14 +14,15 @@
 // like TypeScript) the imports stay as they are.
 // The command's front (bin/cli.js and the relay/cli*.js modules it imports,
 // what `hr-relay --help` and `hr-relay admin …` load) is then bundled by esbuild
-// into the one module dist/bin/cli.js: Node's ES module loader pays a few
-// milliseconds per module (resolve, read, compile, link), about 8 ms of
-// `--help`'s start for these seven. Their dynamic imports (the service, the
-// simulator) stay imports of the compiled modules, so each module still exists
-// once; nothing outside the front imports it (test/build.test.ts checks).
+// into one CommonJS module, dist/bin/cli.cjs, which bin/hr-relay.cjs requires:
+// no ES module loader to set up (~10 ms of a start here) and one module to
+// load instead of seven (Node pays a few milliseconds per module). Its dynamic
+// imports (the service, the simulator) stay imports of the compiled ES
+// modules, so the service's modules still exist once; nothing outside the
+// front imports a bundled module (test/scripts/build.test.ts checks).
 // `--prepare` (the `prepare` script, run by `npm install` in a checkout): when
 // TypeScript is not installed (`--omit=dev`) or tsc fails, says so and exits 0,
-// so the install goes on and bin/hr-relay.js runs the sources through esbuild (scripts/ts-loader-hooks.mjs).
+// so the install goes on and bin/hr-relay.cjs runs the sources through esbuild (scripts/ts-loader-hooks.mjs).
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { cp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises'
@@ -72,27 +73,33 @@ async function vendor () {
   return true
 }
 
-/** The modules bundled into OUT/bin/cli.js: its static imports, relative ones only. */
+/** The command's front, compiled (OUT/bin/cli.js), and its CommonJS bundle. */
 const FRONT = join('bin', 'cli.js')
+const FRONT_BUNDLE = join('bin', 'cli.cjs')
 
-/** Bundles the command's front into OUT/bin/cli.js (dynamic imports stay imports of OUT's modules); the bundled modules, or undefined without esbuild. */
+/** Bundles the command's front into OUT/bin/cli.cjs (dynamic imports stay imports of OUT's modules); the bundled modules, or undefined without esbuild. */
 async function bundleFront () {
-  let esbuild
-  try { esbuild = await import('esbuild') } catch { return undefined }
   const entry = join(OUT, FRONT)
+  const outfile = join(OUT, FRONT_BUNDLE)
+  let esbuild
+  try { esbuild = await import('esbuild') } catch {
+    // Without esbuild the launcher's module only hands over to the compiled ES module.
+    await writeFile(outfile, "'use strict'\nexports.main = async argv => await (await import('./cli.js')).main(argv)\n")
+    return undefined
+  }
   const keepDynamic = {
     name: 'keep-dynamic-imports',
     setup (build) {
       build.onResolve({ filter: /.*/ }, args => {
         if (args.kind !== 'dynamic-import' || !args.path.startsWith('.')) return undefined
-        const rel = relative(dirname(entry), resolve(args.resolveDir, args.path))
+        const rel = relative(dirname(outfile), resolve(args.resolveDir, args.path))
         return { path: rel.startsWith('.') ? rel : './' + rel, external: true }
       })
     }
   }
   const result = await esbuild.build({
-    entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external',
-    plugins: [keepDynamic], write: false, outfile: entry, sourcemap: 'linked', metafile: true, logLevel: 'warning'
+    entryPoints: [entry], bundle: true, platform: 'node', format: 'cjs', target: 'node20', packages: 'external',
+    plugins: [keepDynamic], write: false, outfile, sourcemap: 'linked', metafile: true, logLevel: 'warning'
   })
   for (const file of result.outputFiles) await writeFile(file.path, file.contents)
   return Object.keys(result.metafile.inputs).map(p => relative(OUT, resolve(ROOT, p)))
@@ -109,13 +116,13 @@ async function assets (dir) {
 }
 
 if (prepare && !existsSync(TSC)) {
-  console.error('build: TypeScript is not installed (dev dependencies omitted); not building. bin/hr-relay.js will run the sources through esbuild.')
+  console.error('build: TypeScript is not installed (dev dependencies omitted); not building. bin/hr-relay.cjs will run the sources through esbuild.')
   process.exit(0)
 }
 await rm(OUT, { recursive: true, force: true })
 const tsc = spawnSync(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', OUT], { cwd: ROOT, stdio: 'inherit' })
 if (tsc.status !== 0) {
-  console.error(`build: tsc failed (exit ${tsc.status})${prepare ? '; not building. bin/hr-relay.js will run the sources through esbuild.' : ''}`)
+  console.error(`build: tsc failed (exit ${tsc.status})${prepare ? '; not building. bin/hr-relay.cjs will run the sources through esbuild.' : ''}`)
   await rm(OUT, { recursive: true, force: true })
   process.exit(prepare ? 0 : 1)
 }
@@ -128,4 +135,4 @@ for (const folder of FOLDERS) {
 const stamp = join(OUT, '.build-stamp')
 await writeFile(stamp, started.toISOString() + '\n')
 await utimes(stamp, started, started)
-console.log(`build: compiled to ${OUT} and copied ${copied} assets${vendored ? `; bundled ${Object.keys(VENDORED).join(', ')} into vendor/` : ''}${front === undefined ? '' : `; bundled ${front.length} modules into ${FRONT}`}`)
+console.log(`build: compiled to ${OUT} and copied ${copied} assets${vendored ? `; bundled ${Object.keys(VENDORED).join(', ')} into vendor/` : ''}${front === undefined ? '' : `; bundled ${front.length} modules into ${FRONT_BUNDLE}`}`)

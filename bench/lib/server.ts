@@ -1,4 +1,4 @@
-// Starts a real hr-relay server for a scenario: `node bin/hr-relay.js start`
+// Starts a real hr-relay server for a scenario: `node bin/hr-relay.cjs start`
 // on loopback with a fresh data directory, ports 0, no demo, BLE off unless
 // asked. Reads <data-dir>/server.json for the URL and MQTT port.
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -21,7 +21,7 @@ export interface StartOptions {
   env?: Record<string, string>
   /** Write a V8 CPU profile into this directory when the server exits. */
   cpuProfileDir?: string
-  /** Run this compiled entry (bench/lib/build.ts) instead of bin/hr-relay.js running the sources. */
+  /** Run this compiled entry (bench/lib/build.ts) instead of bin/hr-relay.cjs running the sources. */
   compiledEntry?: string
   /** Run the server pinned to these CPUs (`taskset -c LIST node ...`), e.g. "0" for the pi-profile. */
   cpus?: string
@@ -66,7 +66,7 @@ async function waitForJson (file: string, child: ChildProcess, timeoutMs: number
 export async function startServer (options: StartOptions = {}): Promise<BenchServer> {
   const own = options.dataDir === undefined || options.removeDataDir === true
   const dataDir = options.dataDir ?? await tempDir('data')
-  const launcher = options.compiledEntry === undefined ? ['bin/hr-relay.js'] : ['bench/lib/compiled-server.mjs', options.compiledEntry]
+  const launcher = options.compiledEntry === undefined ? ['bin/hr-relay.cjs'] : ['bench/lib/compiled-server.mjs', options.compiledEntry]
   const args = [...launcher, 'start', '--data-dir', dataDir, '--host', '127.0.0.1', '--http-port', '0', '--mqtt-port', '0', '--no-demo']
   if (options.config !== undefined) {
     const file = join(dataDir, 'bench-config.json')

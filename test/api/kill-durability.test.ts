@@ -11,7 +11,7 @@ async function startServer (dataDir: string, previousPid?: number): Promise<{ ch
   // The per-token rate limit (default 20/s) is turned off: this test writes in bursts.
   const configFile = join(dataDir, '..', `${dataDir.split('/').pop() ?? 'x'}.config.json`)
   await writeFile(configFile, JSON.stringify({ http: { rate_limit_per_second: 0 } }))
-  const child = spawn(process.execPath, ['bin/hr-relay.js', 'start', '--config', configFile, '--data-dir', dataDir, '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {
+  const child = spawn(process.execPath, ['bin/hr-relay.cjs', 'start', '--config', configFile, '--data-dir', dataDir, '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {
     env: { ...process.env, HR_RELAY_FROM_SOURCE: '1' },
     stdio: ['ignore', 'pipe', 'pipe']
   })

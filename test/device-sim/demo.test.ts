@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { eventually } from '../helpers/wait.ts'
 
-const BIN = new URL('../../bin/hr-relay.js', import.meta.url).pathname
+const BIN = new URL('../../bin/hr-relay.cjs', import.meta.url).pathname
 
 /** The environment of a new user: no D-Bus address of their own. */
 function env (): NodeJS.ProcessEnv {

@@ -1,6 +1,6 @@
 // Runs the `hr-relay` command as an operator would: as a separate process
 // (runCli), or, for a test about a command's output, exit code or effect,
-// in this process through the same entry function bin/hr-relay.js calls
+// in this process through the same entry function bin/hr-relay.cjs calls
 // (runMain), which saves the 1–2 s of CPU each spawned process costs before it
 // does anything (node, the TypeScript hook, tap's processinfo hook, coverage).
 // Process-level behaviour (signals, the binary's own exit, dist/ vs source,
@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-export const BIN = fileURLToPath(new URL('../../bin/hr-relay.js', import.meta.url))
+export const BIN = fileURLToPath(new URL('../../bin/hr-relay.cjs', import.meta.url))
 
 export interface CliResult { code: number | null, stdout: string, stderr: string }
 
@@ -24,8 +24,8 @@ export function runCli (args: string[], env: NodeJS.ProcessEnv = process.env): P
 }
 
 /**
- * `hr-relay ...args` in this process: bin/cli.ts's main() (what bin/hr-relay.js runs) with its output collected.
- * The exit code is the one bin/hr-relay.js sets from main()'s result; an exception main() does not handle is what
+ * `hr-relay ...args` in this process: bin/cli.ts's main() (what bin/hr-relay.cjs runs) with its output collected.
+ * The exit code is the one bin/hr-relay.cjs sets from main()'s result; an exception main() does not handle is what
  * the process would die of (exit 1, the stack on stderr). Only for commands that end: `start` that succeeds keeps
  * running and installs signal handlers, so it is spawned (runCli) instead.
  */

@@ -1,8 +1,9 @@
-// bin/hr-relay.js runs the compiled dist/ while it is current (no esbuild
+// bin/hr-relay.cjs runs the compiled dist/ while it is current (no esbuild
 // loaded), and the TypeScript sources through the project's load hook
 // (scripts/ts-loader-hooks.mjs, esbuild), saying so, when dist/ is missing or
-// older than a source. A small tree inside the project (git-ignored .tap/, so
-// esbuild resolves from node_modules) stands in for it.
+// older than a source; bin/hr-relay.js, its former name, runs it. A small tree
+// inside the project (git-ignored .tap/, so esbuild resolves from
+// node_modules) stands in for it.
 import t, { type Test } from 'tap'
 import { spawn } from 'node:child_process'
 import { copyFile, cp, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises'
@@ -18,6 +19,7 @@ async function tree (t: Test): Promise<string> {
   const dir = await mkdtemp(join(ROOT, '.tap', 'bin-'))
   t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
   await mkdir(join(dir, 'bin'))
+  await copyFile(join(ROOT, 'bin/hr-relay.cjs'), join(dir, 'bin/hr-relay.cjs'))
   await copyFile(join(ROOT, 'bin/hr-relay.js'), join(dir, 'bin/hr-relay.js'))
   await mkdir(join(dir, 'scripts'))
   await copyFile(join(ROOT, 'scripts/ts-loader-hooks.mjs'), join(dir, 'scripts/ts-loader-hooks.mjs'))
@@ -25,22 +27,22 @@ async function tree (t: Test): Promise<string> {
   await writeFile(join(dir, 'relay/cli-entry.ts'), 'export {}\n')
   await writeFile(join(dir, 'bin/cli.ts'), "export async function main (argv: string[]): Promise<number> { process.stdout.write('source ' + argv.join(' ') + '\\n'); return 0 }\n")
   await mkdir(join(dir, 'dist/bin'), { recursive: true })
-  await writeFile(join(dir, 'dist/bin/cli.js'), "export async function main (argv) { process.stdout.write('dist ' + argv.join(' ') + '\\n'); return 3 }\n")
+  await writeFile(join(dir, 'dist/bin/cli.cjs'), "exports.main = async function main (argv) { process.stdout.write('dist ' + argv.join(' ') + '\\n'); return 3 }\n")
   // Sources an hour old, the build stamp a minute old.
   const hourAgo = new Date(Date.now() - 3_600_000)
-  for (const p of ['relay/cli-entry.ts', 'relay', 'bin/cli.ts', 'bin/hr-relay.js', 'bin']) await utimes(join(dir, p), hourAgo, hourAgo)
+  for (const p of ['relay/cli-entry.ts', 'relay', 'bin/cli.ts', 'bin/hr-relay.cjs', 'bin/hr-relay.js', 'bin']) await utimes(join(dir, p), hourAgo, hourAgo)
   await writeFile(join(dir, 'dist/.build-stamp'), 'stamp\n')
   const minuteAgo = new Date(Date.now() - 60_000)
   await utimes(join(dir, 'dist/.build-stamp'), minuteAgo, minuteAgo)
   return dir
 }
 
-async function run (dir: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stdout: string, stderr: string, modules: string }> {
+async function run (dir: string, env: NodeJS.ProcessEnv = {}, entry = 'bin/hr-relay.cjs'): Promise<{ code: number | null, stdout: string, stderr: string, modules: string }> {
   const log = join(dir, 'modules.log')
   await writeFile(log, '')
   const base = { ...process.env }
   delete base.HR_RELAY_FROM_SOURCE
-  const child = spawn(process.execPath, ['--import', HOOK, join(dir, 'bin/hr-relay.js'), 'a', 'b'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, HR_RELAY_MODULE_LOG: log, ...env } })
+  const child = spawn(process.execPath, ['--import', HOOK, join(dir, entry), 'a', 'b'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, HR_RELAY_MODULE_LOG: log, ...env } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', d => { stdout += d })
@@ -56,7 +58,29 @@ t.test('a current dist/ runs without esbuild', async t => {
   t.equal(r.code, 3, 'the exit code main() returned')
   t.equal(r.stderr, '')
   t.notMatch(r.modules, /node_modules\/(tsx|esbuild)\//)
-  t.match(r.modules, /dist\/bin\/cli\.js/)
+  t.match(r.modules, /^cjs .*\/dist\/bin\/cli\.cjs$/m, 'the compiled front, through require()')
+})
+
+t.test('bin/hr-relay.js (the former name, in older units and scripts) runs the same command', async t => {
+  const dir = await tree(t)
+  const r = await run(dir, {}, 'bin/hr-relay.js')
+  t.equal(r.stdout, 'dist a b\n')
+  t.equal(r.code, 3)
+  t.equal(r.stderr, '')
+  const stale = await tree(t)
+  await utimes(join(stale, 'relay/cli-entry.ts'), new Date(), new Date())
+  const s = await run(stale, {}, 'bin/hr-relay.js')
+  t.equal(s.stdout, 'source a b\n')
+  t.match(s.stderr, /relay\/ changed after the last build/)
+})
+
+t.test('an error main() does not handle ends the process with 1 and its stack, as an uncaught error does', async t => {
+  const dir = await tree(t)
+  await writeFile(join(dir, 'dist/bin/cli.cjs'), "exports.main = async function main () { throw new Error('boom in main') }\n")
+  const r = await run(dir)
+  t.equal(r.code, 1)
+  t.equal(r.stdout, '')
+  t.match(r.stderr, /Error: boom in main\n\s+at Object.main \(.*dist\/bin\/cli\.cjs:1:\d+\)/)
 })
 
 t.test('a source newer than the build runs the sources through the load hook and says why', async t => {

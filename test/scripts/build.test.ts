@@ -18,7 +18,7 @@ const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 /** What scripts/build.mjs compiles, and what else decides its output. */
 const BUILD_INPUTS = ['api', 'relay', 'device-sim', 'firmware-protocol', 'bin', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/typescript/package.json', 'node_modules/esbuild/package.json', 'node_modules/@sinclair/typebox/package.json']
 
-/** Newest modification time of a file, or of a folder and everything under it (as bin/hr-relay.js reckons). */
+/** Newest modification time of a file, or of a folder and everything under it (as bin/hr-relay.cjs reckons). */
 async function newest (path: string): Promise<number> {
   const s = await stat(path)
   if (!s.isDirectory()) return s.mtimeMs
@@ -81,9 +81,10 @@ t.test('the compiled build starts and serves its assets', async t => {
   t.match(schema, /from '\.\.\/\.\.\/vendor\/typebox\.js'/)
   t.notMatch(schema, /@sinclair\/typebox/)
 
-  // The command's front is one module: no static import of another compiled module; each dynamic one names a compiled file.
-  const front = await readFile(join(out, 'bin/cli.js'), 'utf8')
-  t.notMatch(front, /^import [^;]*from "\.\.?\//m, 'bin/cli.js imports no compiled module statically')
+  // The command's front is one CommonJS module: no require() of another compiled module; each dynamic import names a compiled file.
+  const front = await readFile(join(out, 'bin/cli.cjs'), 'utf8')
+  t.notMatch(front, /require\("\.\.?\//, 'bin/cli.cjs requires no compiled module')
+  t.match(front, /require\("node:util"\)/, 'it is CommonJS')
   const lazy = [...front.matchAll(/import\("(\.\.?\/[^"]+)"\)/g)].map(m => m[1] as string)
   t.same([...new Set(lazy)].sort(), ['../api/store/db.js', '../device-sim/cli.js', '../device-sim/demo-hooks.js', '../relay/config.js', '../relay/listen-error.js', '../relay/main.js'])
   for (const rel of lazy) t.ok((await stat(join(out, 'bin', rel)).catch(() => undefined))?.isFile(), `${rel} exists in the build`)
@@ -94,7 +95,7 @@ t.test('the compiled build starts and serves its assets', async t => {
     for (const e of await readdir(dir, { withFileTypes: true })) {
       const path = join(dir, e.name)
       if (e.isDirectory()) await walk(path)
-      else if (e.name.endsWith('.js') && !path.startsWith(join(out, 'relay', 'cli')) && path !== join(out, 'bin/cli.js') && !path.startsWith(join(out, 'vendor'))) {
+      else if (/\.c?js$/.test(e.name) && !path.startsWith(join(out, 'relay', 'cli')) && !path.startsWith(join(out, 'bin', 'cli.')) && !path.startsWith(join(out, 'vendor'))) {
         const text = await readFile(path, 'utf8')
         if (bundled.some(b => text.includes(`/relay/${b}"`) || text.includes(`"./${b}"`))) importers.push(path)
       }
@@ -102,13 +103,19 @@ t.test('the compiled build starts and serves its assets', async t => {
   }
   await walk(out)
   t.same(importers, [], 'no module outside the front imports a bundled one')
-  const help = spawnSync(process.execPath, ['--input-type=module', '-e',
-    `const m = await import(${JSON.stringify(join(out, 'bin/cli.js'))}); process.exitCode = await m.main(['sim', '--help'])`], { encoding: 'utf8' })
-  t.equal(help.status, 0, help.stderr)
-  t.match(help.stdout, /hr-relay sim/, 'the bundle loads the simulator through its dynamic import')
+  const help = spawnSync(process.execPath, [join(ROOT, 'bin/hr-relay.cjs'), 'sim', '--help'], { encoding: 'utf8', env: { ...process.env, HR_RELAY_FROM_SOURCE: '' } })
+  if (out === join(ROOT, 'dist')) {
+    // Through the launcher, as an operator runs it: the bundle loads the simulator through its dynamic import.
+    t.equal(help.status, 0, help.stderr)
+    t.equal(help.stderr, '', 'the current build, no fallback to the sources')
+    t.match(help.stdout, /hr-relay sim/)
+  }
+  const viaBundle = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(join(out, 'bin/cli.cjs'))}).main(['sim', '--help']).then(code => { process.exitCode = code })`], { encoding: 'utf8' })
+  t.equal(viaBundle.status, 0, viaBundle.stderr)
+  t.match(viaBundle.stdout, /hr-relay sim/, 'the bundle loads the simulator through its dynamic import')
 
-  // The service starts through the bundled front, as bin/hr-relay.js runs it.
-  const entry = join(out, 'bin/cli.js')
+  // The service starts through the bundled front, as bin/hr-relay.cjs runs it.
+  const entry = join(out, 'bin/cli.cjs')
   const server = spawn(process.execPath, ['--input-type=module', '-e',
     `const m = await import(${JSON.stringify(entry)}); const code = await m.main(process.argv.slice(1)); if (code >= 0) process.exit(code)`,
     'start', '--data-dir', dataDir, '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {

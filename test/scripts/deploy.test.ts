@@ -45,7 +45,7 @@ function install (env: Record<string, string>): { status: number | null, stdout:
 
 t.test('the shipped unit has the keys the box needs', async t => {
   const unit = parseUnit(await readFile(UNIT, 'utf8'))
-  t.equal(one(unit, 'Service', 'ExecStart'), '/usr/bin/node /opt/hr-relay/bin/hr-relay.js start --config /etc/hr-relay.json --no-demo')
+  t.equal(one(unit, 'Service', 'ExecStart'), '/usr/bin/node /opt/hr-relay/bin/hr-relay.cjs start --config /etc/hr-relay.json --no-demo')
   t.equal(one(unit, 'Service', 'WorkingDirectory'), '/opt/hr-relay')
   t.equal(one(unit, 'Service', 'User'), 'hr-relay')
   t.equal(one(unit, 'Service', 'Group'), 'hr-relay')
@@ -84,7 +84,7 @@ t.test('install.sh into a DESTDIR writes the unit, a valid config and the comman
   const r = install({ DESTDIR: dest, PREFIX: '/opt/hr-relay', NODE: '/usr/bin/node' })
   // PREFIX must be a checkout: /opt/hr-relay is not one here.
   t.not(r.status, 0)
-  t.match(r.stderr, /\/opt\/hr-relay\/bin\/hr-relay.js not found/)
+  t.match(r.stderr, /\/opt\/hr-relay\/bin\/hr-relay.cjs not found/)
 
   const ok = install({ DESTDIR: dest, PREFIX: ROOT, NODE: '/usr/bin/node' })
   t.equal(ok.status, 0, ok.stderr)
@@ -107,7 +107,7 @@ t.test('install.sh into a DESTDIR writes the unit, a valid config and the comman
     // eslint-disable-next-line no-template-curly-in-string -- shell syntax, written literally
     'HR_RELAY_DATA_DIR=${HR_RELAY_DATA_DIR:-/var/lib/hr-relay}',
     'export HR_RELAY_DATA_DIR',
-    `exec /usr/bin/node ${ROOT}/bin/hr-relay.js "$@"`,
+    `exec /usr/bin/node ${ROOT}/bin/hr-relay.cjs "$@"`,
     ''
   ].join('\n'))
 
