@@ -67,8 +67,10 @@ t.test('schedOf samples every thread of a running process: its sleeps are wake-u
   const hz = ticksPerSecond()
   const before = await schedOf(process.pid)
   t.ok(before.has(String(process.pid)), 'the main thread is among the tasks')
-  // Each timer with nothing else to do blocks the main thread in epoll until it fires: one voluntary switch or more.
-  for (let i = 0; i < 20; i++) await new Promise(resolve => setTimeout(resolve, 5))
+  // Each wait blocks the main thread on a futex until its timeout: one voluntary switch or more. (Not a timer: a
+  // thread preempted past a timer's deadline finds it due and runs it without blocking, beside a CPU hog too.)
+  const cell = new Int32Array(new SharedArrayBuffer(4))
+  for (let i = 0; i < 20; i++) Atomics.wait(cell, 0, 0, 5)
   // 200 ms of this process's CPU, whatever the machine's load makes of the wall time.
   const cpu0 = process.cpuUsage()
   let x = 0
