@@ -155,10 +155,15 @@ export async function throughHrRelay (ctx: Context, devices: Worker, n: number, 
 
 type RefDelivery = Delivery & { stalls?: Stalls }
 
-export async function throughAedes (devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number): Promise<RefDelivery & { hogged?: RefDelivery }> {
+/**
+ * N devices through bare Aedes to one MQTT subscriber; `durable` makes it
+ * bare Aedes + sync batch (workers/aedes-ref.ts: a LevelDB sync batch before
+ * each PUBACK and forward).
+ */
+export async function throughAedes (devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number, durable = false): Promise<RefDelivery & { hogged?: RefDelivery, perBatch?: number }> {
   const [broker, sub] = await bothOrNeither(Worker.start('workers/aedes-ref.ts'), Worker.start('workers/mqtt-subscriber.ts'))
   try {
-    const port = await broker.call<number>('start')
+    const port = await broker.call<number>('start', { durable })
     if (placement.serverCpus !== undefined) await pinProcess(broker.pid, placement.serverCpus)
     const ids = Array.from({ length: n }, (_, i) => `ref${i}`)
     await sub.call('open', port, ids)
@@ -168,7 +173,8 @@ export async function throughAedes (devices: Worker, n: number, windowMs: number
     const first = withStalls(await measure(devices, sub, n, windowMs, placement, probe))
     const hogged = hogWindowMs === undefined ? undefined : withStalls(await measure(devices, sub, n, hogWindowMs, { ...placement, hog: true }, probe))
     await devices.call('close'); await sub.call('close')
-    return { ...first, ...(hogged === undefined ? {} : { hogged }) }
+    const { batches, stored } = await broker.call<{ batches: number, stored: number }>('counts')
+    return { ...first, ...(hogged === undefined ? {} : { hogged }), ...(durable && batches > 0 ? { perBatch: stored / batches } : {}) }
   } finally {
     if (placement.serverCpus !== undefined) await pinProcess(broker.pid, allCpus()).catch(() => {})
     await devices.call('close').catch(() => {}); await sub.stop(); await broker.stop()
@@ -196,6 +202,23 @@ function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | und
     figures.push(figure(`thread wake-ups per reading (voluntary context switches, every thread), ${what}`, ours.sched.wakeups / readings.ours, 'wake-ups', refFigure(refSched === undefined ? undefined : refSched.wakeups / readings.ref)))
   }
   return figures
+}
+
+/**
+ * Bare Aedes + sync batch against bare Aedes (what storing before
+ * acknowledging and publishing costs on this disk and these cores, with the
+ * least work around it), and hr-relay against it (what is hr-relay's own:
+ * authentication, decoding, rollups, the API, a WebSocket per user). No
+ * target: they say how much of a gap durability alone makes.
+ */
+function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bare: RefDelivery, bareName = 'bare Aedes'): Figure[] {
+  const name = 'bare Aedes + sync batch'
+  return [
+    figure(`${name}: p50 publish→subscriber, ${what}`, durable.summary.p50, 'ms', { name: bareName, value: bare.summary.p50 }),
+    figure(`${name}: p99 publish→subscriber, ${what}`, durable.summary.p99, 'ms', { name: bareName, value: bare.summary.p99 }),
+    figure(`hr-relay p99 publish→WebSocket against ${name}, ${what}`, ours.summary.p99, 'ms', { name, value: durable.summary.p99 }),
+    ...stallFigures(`${name}, ${what}`, durable.stalls, bare.stalls, bareName, { ours: durable.expected, ref: bare.expected })
+  ]
 }
 
 function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {
@@ -227,6 +250,9 @@ export const e2eLatency: Scenario = {
         const { d, report, hogged, stalls: hrRelayStalls } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs)
         ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
         const ref = await throughAedes(devices, n, windowMs, {}, hogWindowMs)
+        // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and publishes.
+        if (!ctx.quick) ctx.log(`e2e-latency: ${n} devices through bare Aedes + sync batch (a LevelDB sync batch before each PUBACK)`)
+        const durable = ctx.quick ? undefined : await throughAedes(devices, n, windowMs, {}, hogWindowMs, true)
         const last = n === ns[ns.length - 1]
         const refName = 'bare Aedes'
         figures.push(figure(`p50 publish→WebSocket, ${n} devices`, d.summary.p50, 'ms', { name: refName, value: ref.summary.p50 }))
@@ -235,9 +261,11 @@ export const e2eLatency: Scenario = {
         figures.push(figure(`max publish→WebSocket, ${n} devices`, d.summary.max, 'ms', { name: refName, value: ref.summary.max }))
         figures.push(figure(`readings lost, ${n} devices`, d.lost, 'readings', undefined, { text: 'zero lost', met: d.lost === 0 }))
         figures.push(...stallFigures(`${n} devices`, hrRelayStalls, ref.stalls, refName, { ours: d.expected, ref: ref.expected }))
+        if (durable !== undefined) figures.push(...durableFigures(`${n} devices`, d, durable, ref))
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
         notes.push(stallNote(`${n} devices`, hrRelayStalls, ref.stalls))
+        if (durable !== undefined) notes.push(`bare Aedes + sync batch, ${n} devices: ${durable.expected} readings sent in ${windowMs / 1000} s, lost ${durable.lost}${durable.hogged === undefined ? '' : ` (beside the hog ${durable.hogged.lost})`}; ${durable.perBatch === undefined ? 'no sync batch counted' : `${durable.perBatch.toFixed(2)} readings per sync batch over the server's life`}`)
         if (hogged !== undefined && ref.hogged !== undefined) {
           const h = hogged.d
           const hogRef = { name: 'bare Aedes, same hog', value: ref.hogged.summary.p50 }
@@ -246,6 +274,7 @@ export const e2eLatency: Scenario = {
             { text: 'p99 <= 3x reference under the same hog', met: h.summary.p99 <= 3 * ref.hogged.summary.p99 }))
           contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, h.lost, 'readings', undefined, { text: 'zero lost', met: h.lost === 0 }))
           contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls, 'bare Aedes, same hog', { ours: h.expected, ref: ref.hogged.expected }))
+          if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, ref.hogged, 'bare Aedes, same hog'))
           lost += h.lost
           notes.push(`contention, ${n} devices: ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from the warm-up to the stragglers of a ${hogWindowMs / 1000} s window on the same connections, both sides; ${h.expected} readings sent, ${h.received} received, ${hogged.report.unacked} without PUBACK; generator lag max ${hogged.report.maxLagMs.toFixed(1)} ms; reference lost ${ref.hogged.lost}`)
           notes.push(stallNote(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls))

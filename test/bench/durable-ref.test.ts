@@ -1,0 +1,76 @@
+// The e2e-latency scenario's "bare Aedes + sync batch" (bench/workers/
+// aedes-ref.ts, start({ durable: true })): bare Aedes that acknowledges and
+// forwards a reading only once a LevelDB sync batch holds it. Its figures say what
+// durability alone costs, so it must really store before it answers, and the
+// plain reference must not.
+import t from 'tap'
+import mqtt from 'mqtt'
+import { WebSocket } from 'ws'
+import { Worker } from '../../bench/lib/proc.ts'
+
+const TOPIC = (i: number): string => `hr-relay/v1/devices/durable${i}/heart_rate`
+
+async function connected (port: number, clientId: string): Promise<mqtt.MqttClient> {
+  const c = mqtt.connect({ host: '127.0.0.1', port, clientId, clean: true, reconnectPeriod: 0 })
+  await new Promise<void>((resolve, reject) => { c.once('connect', () => { resolve() }); c.once('error', reject) })
+  return c
+}
+
+t.test('bare Aedes + sync batch acknowledges and forwards only stored readings, grouped into sync batches', async t => {
+  const broker = await Worker.start('workers/aedes-ref.ts')
+  t.teardown(async () => { await broker.stop() })
+  const port = await broker.call<number>('start', { durable: true })
+  const sub = await connected(port, 'durable-sub')
+  const pub = await connected(port, 'durable-pub')
+  t.teardown(async () => { await pub.endAsync(true); await sub.endAsync(true) })
+  const got: string[] = []
+  sub.on('message', (_topic, payload) => { got.push(payload.toString('utf8')) })
+  await sub.subscribeAsync('hr-relay/v1/devices/+/heart_rate', { qos: 1 })
+
+  await pub.publishAsync(TOPIC(0), '{"heart_rate":71}', { qos: 1 })
+  // The PUBACK came after the batch that holds the reading was durable.
+  t.same(await broker.call('counts'), { batches: 1, stored: 1 })
+
+  // A burst of 50: every one acknowledged and stored, never more batches than readings.
+  await Promise.all(Array.from({ length: 50 }, async (_, i) => await pub.publishAsync(TOPIC(i + 1), `{"heart_rate":${80 + (i % 50)}}`, { qos: 1 })))
+  const after = await broker.call<{ batches: number, stored: number }>('counts')
+  t.equal(after.stored, 51)
+  t.ok(after.batches >= 2 && after.batches <= 51, `2..51 sync batches (got ${after.batches})`)
+
+  // Forwarded after storing: all 51 reach the subscriber.
+  while (got.length < 51) await new Promise(resolve => sub.once('message', resolve))
+  t.equal(got.length, 51)
+  t.equal(got[0], '{"heart_rate":71}')
+
+  // stop() closes and removes the store; a new start is a fresh store.
+  await broker.call('stop')
+  const again = await broker.call<number>('start', { durable: true })
+  t.ok(again > 0)
+  t.same(await broker.call('counts'), { batches: 0, stored: 0 })
+})
+
+t.test('the plain reference stores nothing', async t => {
+  const broker = await Worker.start('workers/aedes-ref.ts')
+  t.teardown(async () => { await broker.stop() })
+  const port = await broker.call<number>('start')
+  const pub = await connected(port, 'plain-pub')
+  t.teardown(async () => { await pub.endAsync(true) })
+  await pub.publishAsync(TOPIC(0), '{"heart_rate":71}', { qos: 1 })
+  t.same(await broker.call('counts'), { batches: 0, stored: 0 })
+})
+
+t.test('bare ws + sync batch forwards a message only once it is stored', async t => {
+  const server = await Worker.start('workers/ws-broadcast-ref.ts')
+  t.teardown(async () => { await server.stop() })
+  const port = await server.call<number>('start', { durable: true })
+  const viewer = new WebSocket(`ws://127.0.0.1:${port}/view/a`)
+  const pub = new WebSocket(`ws://127.0.0.1:${port}/publish/a`)
+  t.teardown(() => { viewer.close(); pub.close() })
+  await Promise.all([viewer, pub].map(async s => await new Promise(resolve => s.addEventListener('open', resolve, { once: true }))))
+  const got: string[] = []
+  const first = new Promise(resolve => viewer.addEventListener('message', e => { got.push(String(e.data)); resolve(undefined) }, { once: true }))
+  pub.send('{"heart_rate":64}')
+  await first
+  t.same(got, ['{"heart_rate":64}'])
+  t.same(await server.call('counts'), { batches: 1, stored: 1 })
+})
