@@ -20,7 +20,9 @@ const P99_LIMIT_MS = 100
 
 export interface Step { rate: number, achieved: number, p99: number, sent: number, acked: number, unacked: number, failed: number, ok: boolean }
 
-const rates = (quick: boolean): number[] => quick ? [250, 1000, 4000, 12000] : [250, 500, 1000, 2500, 5000, 7500, 10000, 15000, 20000, 25000, 30000, 40000]
+// 22,500 between 20,000 and 25,000: a step asked for at 20,000/s is sent at a little under it (19,991/s in a run of
+// 2026-11-27), so passing it alone cannot show the 20,000/s of the target; the next step up can.
+const rates = (quick: boolean): number[] => quick ? [250, 1000, 4000, 12000] : [250, 500, 1000, 2500, 5000, 7500, 10000, 15000, 20000, 22500, 25000, 30000, 40000]
 export const devicesFor = (quick: boolean): number => quick ? 10 : 50
 
 export async function climb (ctx: Context, devices: Worker, label: string, port: number, logins: DeviceLogin[], stepMs: number, stepRates = rates(ctx.quick)): Promise<{ steps: Step[], warmupAcked: number }> {
