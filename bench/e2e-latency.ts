@@ -9,13 +9,14 @@ import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.
 import { bucketPercentile, histogramBetween, parseIngestHistogram, type IngestHistogram } from './lib/metrics.ts'
 import { schedBetween, schedOf, ticksPerSecond, type SchedSample, type SchedWindow } from './lib/cpu.ts'
 import { parseRuntime, runtimeBetween, type RuntimeScrape, type RuntimeWindow } from './lib/runtime-window.ts'
-import { allCpus, pinProcess, startHog } from './lib/hog.ts'
+import { allCpus, pinProcess, reniceProcess, startHog } from './lib/hog.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
 import { fmt } from './lib/stats.ts'
 import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
 import { requireMqtt, startServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
+import { serviceNice } from './lib/unit-env.ts'
 import type { PublishReport } from './workers/mqtt-devices.ts'
 import type { Receipts } from './workers/ws-viewers.ts'
 
@@ -119,9 +120,11 @@ interface Measured { d: Delivery, report: PublishReport, stalls?: Stalls }
 
 /**
  * N devices through hr-relay: one window as placed; with `hogWindowMs`, a
- * second window on the same server and connections beside the CPU hog.
+ * second window on the same server and connections beside the CPU hog; with
+ * `hogNice` too, a third beside the hog with every thread of the server at
+ * that nice value (the unit's Nice=), when this user may set it.
  */
-export async function throughHrRelay (ctx: Context, devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number): Promise<Measured & { hogged?: Measured }> {
+export async function throughHrRelay (ctx: Context, devices: Worker, n: number, windowMs: number, placement: Placement = {}, hogWindowMs?: number, hogNice?: number): Promise<Measured & { hogged?: Measured, niced?: Measured }> {
   const f = await fleet(n, ctx.log)
   const dataDir = await freshCopy(f)
   const [server, viewers] = await bothOrNeither(
@@ -146,8 +149,16 @@ export async function throughHrRelay (ctx: Context, devices: Worker, n: number, 
       const h = await measure(devices, viewers, n, hogWindowMs, { ...placement, hog: true }, probe)
       hogged = { d: h.delivery, report: h.report, ...(h.stalls === undefined ? {} : { stalls: h.stalls }) }
     }
+    let niced: Measured | undefined
+    if (hogWindowMs !== undefined && hogNice !== undefined) {
+      if (await reniceProcess(server.pid, hogNice)) {
+        ctx.log(`e2e-latency: ${n} devices through hr-relay at nice ${hogNice} beside a CPU hog`)
+        const h = await measure(devices, viewers, n, hogWindowMs, { ...placement, hog: true }, probe)
+        niced = { d: h.delivery, report: h.report, ...(h.stalls === undefined ? {} : { stalls: h.stalls }) }
+      } else ctx.log(`e2e-latency: not permitted to set nice ${hogNice}; no window at the unit's nice value`)
+    }
     await devices.call('close')
-    return { d: first.delivery, report: first.report, ...(first.stalls === undefined ? {} : { stalls: first.stalls }), ...(hogged === undefined ? {} : { hogged }) }
+    return { d: first.delivery, report: first.report, ...(first.stalls === undefined ? {} : { stalls: first.stalls }), ...(hogged === undefined ? {} : { hogged }), ...(niced === undefined ? {} : { niced }) }
   } finally {
     await devices.call('close').catch(() => {}); await viewers.stop(); await server.stop()
   }
@@ -243,11 +254,13 @@ export const e2eLatency: Scenario = {
     const notes: string[] = []
     let lost = 0
     const ns = sizes(ctx.quick)
+    // Full runs: a third window beside the hog at the unit's Nice= (deploy/hr-relay.service), as the installed box runs.
+    const nice = ctx.quick ? undefined : await serviceNice()
     const devices = await Worker.start('workers/mqtt-devices.ts')
     try {
       for (const n of ns) {
         ctx.log(`e2e-latency: ${n} devices through hr-relay`)
-        const { d, report, hogged, stalls: hrRelayStalls } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs)
+        const { d, report, hogged, niced, stalls: hrRelayStalls } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs, nice)
         ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
         const ref = await throughAedes(devices, n, windowMs, {}, hogWindowMs)
         // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and publishes.
@@ -275,6 +288,16 @@ export const e2eLatency: Scenario = {
           contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, h.lost, 'readings', undefined, { text: 'zero lost', met: h.lost === 0 }))
           contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls, 'bare Aedes, same hog', { ours: h.expected, ref: ref.hogged.expected }))
           if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, ref.hogged, 'bare Aedes, same hog'))
+          if (niced !== undefined) {
+            // The installed box: hr-relay at the unit's Nice= beside the same hog, against itself at nice 0. No target (the
+            // target's reference, bare Aedes, ran at nice 0).
+            const what = `contention at the unit's Nice=${String(nice)}: p99 publish→WebSocket beside a CPU hog, ${n} devices`
+            contention.push(figure(what, niced.d.summary.p99, 'ms', { name: 'hr-relay at nice 0, same hog', value: h.summary.p99 }))
+            contention.push(figure(`contention at the unit's Nice=${String(nice)}: readings lost, ${n} devices`, niced.d.lost, 'readings', undefined, { text: 'zero lost', met: niced.d.lost === 0 }))
+            lost += niced.d.lost
+            notes.push(`contention at the unit's Nice=${String(nice)}, ${n} devices: every thread of hr-relay reniced, a third ${hogWindowMs / 1000} s window beside the same hog; p50 ${fmt(niced.d.summary.p50)} ms, ${niced.d.expected} readings sent, ${niced.d.received} received (bare Aedes at nice 0 under the hog: p99 ${fmt(ref.hogged.summary.p99)} ms)`)
+            notes.push(stallNote(`contention at the unit's Nice=${String(nice)}, ${n} devices`, niced.stalls, undefined))
+          }
           lost += h.lost
           notes.push(`contention, ${n} devices: ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from the warm-up to the stragglers of a ${hogWindowMs / 1000} s window on the same connections, both sides; ${h.expected} readings sent, ${h.received} received, ${hogged.report.unacked} without PUBACK; generator lag max ${hogged.report.maxLagMs.toFixed(1)} ms; reference lost ${ref.hogged.lost}`)
           notes.push(stallNote(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls))

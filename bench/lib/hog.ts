@@ -2,7 +2,8 @@
 // (`node -e 'for(;;){}'`), as a kiosk browser, BlueZ and other jobs share a
 // relay box's cores. Started and stopped by the scenario around the window.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { availableParallelism } from 'node:os'
+import { readdir } from 'node:fs/promises'
+import { availableParallelism, setPriority } from 'node:os'
 
 export interface Hog { processes: number, stop (): Promise<void> }
 
@@ -34,4 +35,23 @@ export async function pinProcess (pid: number, cpus: string): Promise<void> {
 /** Every CPU of this machine as a taskset list ("0-1" on 2 cores). */
 export function allCpus (): string {
   return `0-${availableParallelism() - 1}`
+}
+
+/**
+ * Sets the nice value of every thread of a running process, as systemd's `Nice=` does for a service (on Linux a
+ * nice value belongs to a thread; the threads a process starts later inherit their creator's). A negative value
+ * needs root or CAP_SYS_NICE: returns false when it is not permitted (the scenario then skips its window).
+ */
+export async function reniceProcess (pid: number, nice: number): Promise<boolean> {
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    try {
+      setPriority(Number(tid), nice)
+    } catch (err) {
+      const code = (err as { info?: { code?: string } }).info?.code
+      if (code === 'ESRCH') continue // the thread ended in between
+      if (code === 'EACCES' || code === 'EPERM') return false
+      throw err
+    }
+  }
+  return true
 }
