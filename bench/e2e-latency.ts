@@ -41,7 +41,7 @@ export interface StallProbe { before: () => Promise<void>, after: () => Promise<
 
 /**
  * The server's main-thread stalls in a window, its scheduling (CPU of every
- * thread, wake-ups, preemptions; from /proc) and, for hr-relay, its
+ * thread, wake-ups, preemptions, time runnable without a core; from /proc) and, for hr-relay, its
  * pipeline's submit → durable times.
  */
 export interface Stalls { runtime: RuntimeWindow, sched?: SchedWindow, pipeline?: IngestHistogram }
@@ -54,7 +54,7 @@ function schedProbe (pid: number): { before: () => Promise<void>, after: () => P
     async before () { first = await sample() },
     async after () {
       const last = await sample()
-      return first === undefined || last === undefined ? undefined : schedBetween(first, last, ticksPerSecond())
+      return first === undefined || last === undefined ? undefined : schedBetween(first, last, ticksPerSecond(), String(pid))
     }
   }
 }
@@ -211,6 +211,13 @@ function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | und
     const refSched = ref?.sched !== undefined && readings.ref > 0 ? ref.sched : undefined
     figures.push(figure(`server CPU per reading (every thread), ${what}`, ours.sched.cpuUs / readings.ours, 'µs', refFigure(refSched === undefined ? undefined : refSched.cpuUs / readings.ref)))
     figures.push(figure(`thread wake-ups per reading (voluntary context switches, every thread), ${what}`, ours.sched.wakeups / readings.ours, 'wake-ups', refFigure(refSched === undefined ? undefined : refSched.wakeups / readings.ref)))
+    // Time runnable but without a core (schedstat): beside a hog, what the wake-ups above cost in waiting.
+    if (ours.sched.runDelayUs !== undefined) {
+      figures.push(figure(`waiting for a core per reading (run-queue delay, every thread), ${what}`, ours.sched.runDelayUs / readings.ours, 'µs', refFigure(refSched?.runDelayUs === undefined ? undefined : refSched.runDelayUs / readings.ref)))
+    }
+    if (ours.sched.mainRunDelayUs !== undefined) {
+      figures.push(figure(`main thread waiting for a core per reading, ${what}`, ours.sched.mainRunDelayUs / readings.ours, 'µs', refFigure(refSched?.mainRunDelayUs === undefined ? undefined : refSched.mainRunDelayUs / readings.ref)))
+    }
   }
   return figures
 }
@@ -233,7 +240,8 @@ function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bar
 }
 
 function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {
-  const sched = (w: SchedWindow | undefined): string => w === undefined ? '' : `, ${w.threads} threads woken ${w.wakeups} times and preempted ${w.preemptions} times`
+  const waited = (w: SchedWindow): string => w.runDelayUs === undefined ? '' : `, runnable without a core ${fmt(w.runDelayUs / 1000)} ms in all${w.mainRunDelayUs === undefined ? '' : ` (the main thread ${fmt(w.mainRunDelayUs / 1000)} ms)`}`
+  const sched = (w: SchedWindow | undefined): string => w === undefined ? '' : `, ${w.threads} threads woken ${w.wakeups} times and preempted ${w.preemptions} times${waited(w)}`
   const one = (s: Stalls): string => `${s.runtime.gcPauses} GC ${s.runtime.gcPauses === 1 ? 'pause' : 'pauses'} in ${s.runtime.seconds.toFixed(1)} s (mean ${(s.runtime.gcMs / Math.max(1, s.runtime.gcPauses)).toFixed(1)} ms), a 10 ms timer late by p99 ${fmt(s.runtime.loopLateP99Ms)} ms and at worst ${fmt(s.runtime.loopLateMaxMs)} ms${sched(s.sched)}`
   if (ours === undefined) return `stalls, ${what}: hr-relay exports no GC or event-loop figures at /metrics`
   const p = ours.pipeline

@@ -83,16 +83,43 @@ export function parseSwitches (status: string): Switches {
   return { voluntary: count('voluntary_ctxt_switches'), involuntary: count('nonvoluntary_ctxt_switches') }
 }
 
-/** Every thread's counters and CPU ticks at one moment, by thread id. */
-export type SchedSample = Map<string, Switches & CpuTicks>
+/**
+ * How long one thread has waited for a core: the second field of its
+ * /proc/<pid>/task/<tid>/schedstat (ns runnable on a run queue but not
+ * running; the first is ns on a core, the third how many times it got one).
+ * A kernel without CONFIG_SCHED_INFO keeps no such file: `schedOf` then
+ * leaves the figure out.
+ */
+export function parseRunDelay (schedstat: string): number {
+  const fields = schedstat.trim().split(/\s+/)
+  const delay = Number(fields[1])
+  if (fields.length !== 3 || !Number.isSafeInteger(delay) || delay < 0) throw new Error(`not a schedstat line: ${schedstat.slice(0, 80)}`)
+  return delay
+}
 
-/** Samples every thread of a process (/proc/<pid>/task/<tid>/status and stat); a thread that exits while it is read is left out. */
+/** One thread at one moment: its context switches, CPU ticks and, where the kernel keeps it, its run-queue wait (ns). */
+export type ThreadSample = Switches & CpuTicks & { runDelayNs?: number }
+
+/** Every thread's counters at one moment, by thread id. */
+export type SchedSample = Map<string, ThreadSample>
+
+async function runDelayOf (path: string): Promise<number | undefined> {
+  let text: string
+  try { text = await readFile(path, 'utf8') } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ESRCH') return undefined
+    throw err
+  }
+  return parseRunDelay(text)
+}
+
+/** Samples every thread of a process (/proc/<pid>/task/<tid>/status, stat and schedstat); a thread that exits while it is read is left out. */
 export async function schedOf (pid: number): Promise<SchedSample> {
   const sample: SchedSample = new Map()
   for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const dir = `/proc/${pid}/task/${tid}/`
     try {
-      const [status, stat] = await Promise.all([readFile(`/proc/${pid}/task/${tid}/status`, 'utf8'), readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8')])
-      sample.set(tid, { ...parseSwitches(status), ...parseProcStat(stat) })
+      const [status, stat, runDelayNs] = await Promise.all([readFile(dir + 'status', 'utf8'), readFile(dir + 'stat', 'utf8'), runDelayOf(dir + 'schedstat')])
+      sample.set(tid, { ...parseSwitches(status), ...parseProcStat(stat), ...(runDelayNs === undefined ? {} : { runDelayNs }) })
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ESRCH') throw err
     }
@@ -100,22 +127,37 @@ export async function schedOf (pid: number): Promise<SchedSample> {
   return sample
 }
 
-/** A process's scheduling between two samples: CPU (every thread), wake-ups and preemptions. */
-export interface SchedWindow { cpuUs: number, wakeups: number, preemptions: number, threads: number }
+/**
+ * A process's scheduling between two samples: CPU (every thread), wake-ups and preemptions, and the time its
+ * threads were runnable but waited for a core (every thread, and the main thread alone: the thread whose id is the
+ * process's; undefined where the kernel keeps no schedstat).
+ */
+export interface SchedWindow { cpuUs: number, wakeups: number, preemptions: number, threads: number, runDelayUs?: number, mainRunDelayUs?: number }
 
 /**
  * What the process's threads did between two samples. A thread in both counts
  * its difference; one started in between counts from zero; one that ended in
- * between is not counted (its last counts are gone with it).
+ * between is not counted (its last counts are gone with it). `mainTid` is the
+ * process id (its main thread's id).
  */
-export function schedBetween (before: SchedSample, after: SchedSample, hz: number): SchedWindow {
-  let ticks = 0; let wakeups = 0; let preemptions = 0
+export function schedBetween (before: SchedSample, after: SchedSample, hz: number, mainTid?: string): SchedWindow {
+  let ticks = 0; let wakeups = 0; let preemptions = 0; let delayNs: number | undefined = 0; let mainDelayNs: number | undefined
   for (const [tid, a] of after) {
-    const b = before.get(tid) ?? { voluntary: 0, involuntary: 0, user: 0, system: 0 }
+    const b = before.get(tid) ?? { voluntary: 0, involuntary: 0, user: 0, system: 0, runDelayNs: 0 }
     ticks += a.user - b.user + a.system - b.system
     wakeups += a.voluntary - b.voluntary
     preemptions += a.involuntary - b.involuntary
+    const waited = a.runDelayNs === undefined || b.runDelayNs === undefined ? undefined : a.runDelayNs - b.runDelayNs
+    delayNs = delayNs === undefined || waited === undefined ? undefined : delayNs + waited
+    if (tid === mainTid) mainDelayNs = waited
   }
-  if (ticks < 0 || wakeups < 0 || preemptions < 0) throw new RangeError('counters went backwards: the samples are of different processes')
-  return { cpuUs: ticks * 1e6 / hz, wakeups, preemptions, threads: after.size }
+  if (ticks < 0 || wakeups < 0 || preemptions < 0 || (delayNs ?? 0) < 0) throw new RangeError('counters went backwards: the samples are of different processes')
+  return {
+    cpuUs: ticks * 1e6 / hz,
+    wakeups,
+    preemptions,
+    threads: after.size,
+    ...(delayNs === undefined ? {} : { runDelayUs: delayNs / 1000 }),
+    ...(mainDelayNs === undefined ? {} : { mainRunDelayUs: mainDelayNs / 1000 })
+  }
 }

@@ -1,7 +1,7 @@
 // The cost-curve's arithmetic: CPU ticks from /proc/<pid>/stat, µs per
 // reading, its resolution, and how far the curve rises.
 import t from 'tap'
-import { cpuMicrosPerReading, curveRise, parseProcStat, parseSwitches, schedBetween, schedOf, tickResolutionMicros, ticksPerSecond, type SchedSample } from '../../bench/lib/cpu.ts'
+import { cpuMicrosPerReading, curveRise, parseProcStat, parseRunDelay, parseSwitches, schedBetween, schedOf, tickResolutionMicros, ticksPerSecond, type SchedSample } from '../../bench/lib/cpu.ts'
 import { parseStoredTotal } from '../../bench/lib/metrics.ts'
 
 // A real line's shape (proc(5)): utime is field 14 (here 1234), stime field 15 (here 567).
@@ -79,4 +79,44 @@ t.test('schedOf samples every thread of a running process: its sleeps are wake-u
   t.ok(w.wakeups >= 20, `${w.wakeups} wake-ups for 20 sleeps`)
   t.ok(w.cpuUs >= 150_000, `${w.cpuUs} µs of CPU for a 200 ms busy loop (${x > 0 ? 'ran' : ''})`)
   t.ok(w.threads >= 1)
+})
+
+t.test('parseRunDelay reads the run-queue wait (ns) of a schedstat line', async t => {
+  t.equal(parseRunDelay('102417437 211993 27\n'), 211993)
+  t.equal(parseRunDelay('0 0 0'), 0)
+  t.throws(() => parseRunDelay('102417437 211993'), /not a schedstat line/)
+  t.throws(() => parseRunDelay('1 -5 2'), /not a schedstat line/)
+  t.throws(() => parseRunDelay('a b c'), /not a schedstat line/)
+})
+
+t.test('schedBetween: run-queue wait of every thread and of the main thread; none where a sample lacks it', async t => {
+  const at = (rows: Array<[string, number | undefined]>): SchedSample => new Map(rows.map(([tid, runDelayNs]) => [tid, { voluntary: 0, involuntary: 0, user: 0, system: 0, ...(runDelayNs === undefined ? {} : { runDelayNs }) }]))
+  // Thread 10 (the main thread) waited 3 ms, thread 11 0.5 ms; thread 12 is new and counts its 0.25 ms from zero.
+  const w = schedBetween(at([['10', 1_000_000], ['11', 500_000]]), at([['10', 4_000_000], ['11', 1_000_000], ['12', 250_000]]), 100, '10')
+  t.equal(w.runDelayUs, 3750)
+  t.equal(w.mainRunDelayUs, 3000)
+  const none = schedBetween(at([['10', undefined]]), at([['10', undefined]]), 100, '10')
+  t.notOk('runDelayUs' in none, 'no schedstat: no figure')
+  t.notOk('mainRunDelayUs' in none)
+  t.throws(() => schedBetween(at([['10', 5]]), at([['10', 4]]), 100), /went backwards/)
+})
+
+t.test('schedOf reads the run-queue wait of a running process: a thread kept off the cores by busy ones waits', async t => {
+  const before = await schedOf(process.pid)
+  const main = before.get(String(process.pid))
+  t.type(main?.runDelayNs, 'number', 'this kernel keeps schedstat (the bench reports the figure from it)')
+  // Busy processes, one more than the cores, for this process's 300 ms of CPU: it waits for a core in between.
+  const { startHog } = await import('../../bench/lib/hog.ts')
+  const { availableParallelism } = await import('node:os')
+  const hog = startHog(availableParallelism() + 1)
+  try {
+    const cpu0 = process.cpuUsage()
+    let x = 0
+    while (process.cpuUsage(cpu0).user < 300_000) x += Math.sqrt(x + 1)
+    const w = schedBetween(before, await schedOf(process.pid), ticksPerSecond(), String(process.pid))
+    t.ok((w.mainRunDelayUs ?? 0) > 0, `the main thread waited ${w.mainRunDelayUs} µs for a core beside ${hog.processes} busy processes (${x > 0 ? 'ran' : ''})`)
+    t.ok((w.runDelayUs ?? 0) >= (w.mainRunDelayUs ?? 0))
+  } finally {
+    await hog.stop()
+  }
 })
