@@ -13,7 +13,26 @@ import { openViewers, viewersFor } from './lib/viewers.ts'
 import { compiledEntry } from './lib/build.ts'
 import { rssFigures } from './lib/accounting.ts'
 import { serviceEnvironment } from './lib/unit-env.ts'
+import { parseHeap, type HeapScrape } from './lib/metrics.ts'
 import type { LoadStats } from '../device-sim/load.ts'
+
+async function heapOf (url: string): Promise<HeapScrape | undefined> {
+  try {
+    const res = await fetch(`${url}/metrics`)
+    return res.status === 200 ? parseHeap(await res.text()) : undefined
+  } catch { return undefined }
+}
+
+const mb = (bytes: number): string => (bytes / 1048576).toFixed(1)
+
+/** V8's heap at the highest RSS sample that has it, and its largest in the steady window: how much of the RSS is the heap. */
+function heapSummary (all: ReadonlyArray<{ rss: number, heap?: HeapScrape }>, steady: ReadonlyArray<{ rss: number, heap?: HeapScrape }>): string {
+  const withHeap = all.filter(s => s.heap !== undefined)
+  const top = withHeap.reduce<{ rss: number, heap?: HeapScrape } | undefined>((a, s) => a === undefined || s.rss > a.rss ? s : a, undefined)
+  if (top?.heap === undefined) return 'V8 heap: not read (no heap gauges at /metrics)'
+  const steadyUsed = Math.max(...steady.filter(s => s.heap !== undefined).map(s => s.heap?.used ?? 0))
+  return `V8 heap (/metrics, once a second) at the highest RSS sample read with it (RSS ${mb(top.rss)} MB): ${mb(top.heap.total)} MB committed, ${mb(top.heap.used)} MB used, ${mb(top.heap.external)} MB external; the rest of the RSS is native (node, LevelDB, sockets, malloc). Largest heap used in the steady window: ${mb(steadyUsed)} MB; over the whole window: ${mb(Math.max(...withHeap.map(s => s.heap?.used ?? 0)))} MB`
+}
 
 const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 25, viewers: 25 } : { devices: 2000, viewers: 500 }
 
@@ -55,7 +74,7 @@ export const footprint: Scenario = {
       await viewers.stop(); await load.stop()
       throw err
     }
-    let idle: number; let peak = 0; let steady = 0; let stats: LoadStats
+    let idle: number; let peak = 0; let steady = 0; let stats: LoadStats; let heapNote = ''
     try {
       const port = requireMqtt(server)
       await sleep(ctx.quick ? 500 : 3000)
@@ -63,17 +82,21 @@ export const footprint: Scenario = {
       await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))
       let done = false
       const running = load.call<LoadStats>('run', port, f.devices.slice(0, nd), durationS).finally(() => { done = true })
-      const samples: Array<{ t: number, rss: number }> = []
+      const samples: Array<{ t: number, rss: number, heap?: HeapScrape }> = []
       while (!done) {
-        samples.push({ t: Date.now(), rss: await server.rss() })
+        // RSS four times a second; V8's heap from /metrics every fourth sample (where the RSS is: heap or native).
+        const heap = samples.length % 4 === 0 ? await heapOf(server.url) : undefined
+        samples.push({ t: Date.now(), rss: await server.rss(), ...(heap === undefined ? {} : { heap }) })
         await sleep(250)
       }
       stats = await running
       // Steady state: the last third of the publishing window (every device connected, readings flowing).
       const end = Date.now()
-      const tail = samples.filter(s => s.t >= end - (durationS * 1000) / 3).map(s => s.rss).sort((a, b) => a - b)
+      const last = samples.filter(s => s.t >= end - (durationS * 1000) / 3)
+      const tail = last.map(s => s.rss).sort((a, b) => a - b)
       steady = tail[Math.floor(tail.length / 2)] ?? Number.NaN
       peak = Math.max(...samples.map(s => s.rss))
+      heapNote = heapSummary(samples, last)
     } finally {
       await viewers.stop(); await load.stop(); await server.stop()
     }
@@ -90,6 +113,7 @@ export const footprint: Scenario = {
       notes: [
         `load generator (device-sim/load.ts): ${stats.sent} sent, ${stats.acked} acknowledged, ${stats.failed} failed, ${stats.in_flight} in flight, ${stats.skipped} skipped, ${stats.connect_failed} connections refused`,
         `disk: ${disk.readings} readings of one user at 1 Hz through the batch path; ${disk.before} bytes compacted before, ${disk.after} after (readings, per-minute rollups and latest included)`,
+        heapNote,
         `server environment from deploy/hr-relay.service: ${Object.entries(unitEnv).map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
         compiled === undefined ? 'the server runs its TypeScript through the load hook (--quick: no build), which adds the hook thread and compiled sources to the RSS' : 'the server runs the compiled build (scripts/build.mjs, as `npm run build`), as in production'
       ]

@@ -56,3 +56,14 @@ export async function storedTotal (httpUrl: string): Promise<number | undefined>
   if (res.status !== 200) return undefined
   return parseStoredTotal(await res.text())
 }
+
+/** hr-relay's V8 heap (committed and used) and the memory outside it that V8 knows of, in bytes, from /metrics. */
+export interface HeapScrape { total: number, used: number, external: number }
+
+/** The heap gauges of prom-client's default metrics under hr-relay's prefix; undefined when the text has them not. */
+export function parseHeap (text: string): HeapScrape | undefined {
+  const total = metricSum(text, 'hr_relay_nodejs_heap_size_total_bytes')
+  const used = metricSum(text, 'hr_relay_nodejs_heap_size_used_bytes')
+  const external = metricSum(text, 'hr_relay_nodejs_external_memory_bytes')
+  return total === undefined || used === undefined || external === undefined ? undefined : { total, used, external }
+}

@@ -2,7 +2,7 @@
 // reading, its resolution, and how far the curve rises.
 import t from 'tap'
 import { cpuMicrosPerReading, curveRise, parseProcStat, parseRunDelay, parseSwitches, schedBetween, schedOf, tickResolutionMicros, ticksPerSecond, type SchedSample } from '../../bench/lib/cpu.ts'
-import { parseStoredTotal } from '../../bench/lib/metrics.ts'
+import { parseHeap, parseStoredTotal } from '../../bench/lib/metrics.ts'
 
 // A real line's shape (proc(5)): utime is field 14 (here 1234), stime field 15 (here 567).
 const line = (comm: string): string => `4242 (${comm}) S 1 4242 4242 0 -1 4194560 9000 0 12 0 1234 567 0 0 20 0 11 0 3300 1100000000 30000 18446744073709551615 1 1 0 0 0 0 0 16781312 17102 0 0 0 17 1 0 0 0 0 0`
@@ -119,4 +119,17 @@ t.test('schedOf reads the run-queue wait of a running process: a thread kept off
   } finally {
     await hog.stop()
   }
+})
+
+t.test('parseHeap reads the V8 heap gauges under hr-relay\'s prefix, and none without them', async t => {
+  const text = [
+    '# HELP hr_relay_nodejs_heap_size_total_bytes Process heap size from Node.js in bytes.',
+    'hr_relay_nodejs_heap_size_total_bytes 19636224',
+    'hr_relay_nodejs_heap_size_used_bytes 17773552',
+    'hr_relay_nodejs_external_memory_bytes 2784997',
+    'hr_relay_nodejs_heap_space_size_total_bytes{space="old"} 16482304'
+  ].join('\n')
+  t.same(parseHeap(text), { total: 19636224, used: 17773552, external: 2784997 })
+  t.equal(parseHeap('nodejs_heap_size_total_bytes 1\nnodejs_heap_size_used_bytes 1\nnodejs_external_memory_bytes 1\n'), undefined, 'another prefix')
+  t.equal(parseHeap(text.split('\n').slice(0, 3).join('\n')), undefined, 'one gauge missing')
 })
