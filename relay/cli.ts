@@ -111,7 +111,7 @@ const SETTLE_AFTER_MS = 1000
  * collection once, a second after the start (isolate.LowMemoryNotification(),
  * reached through the in-process inspector, whose HeapProfiler.collectGarbage
  * calls it; ~100 ms of one core, once). Idle RSS 85 → 76 MB
- * (bench/README.md, footprint). Nothing changes when it cannot run (a Node
+ * (bench/HISTORY.md, footprint). Nothing changes when it cannot run (a Node
  * built without the inspector): it is only the reducer's work done earlier.
  */
 async function settleHeap (): Promise<void> {

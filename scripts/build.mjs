@@ -9,7 +9,7 @@
 // compiled modules import it there: its ES build is ~200 small modules, each a
 // module record, a source string and its scope in V8's heap for the server's
 // whole life; one module takes 1.3 MB less heap and ~2 MB less idle RSS
-// (bench/README.md, footprint). The same code: only whitespace and syntax are
+// (bench/HISTORY.md, footprint). The same code: only whitespace and syntax are
 // minified, no name changes. Without esbuild (it is a development dependency
 // like TypeScript) the imports stay as they are.
 // The command's front (bin/cli.js and the relay/cli*.js modules it imports,

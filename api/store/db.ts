@@ -94,7 +94,7 @@ export const MIGRATIONS: Migration[] = [
  * (`{ ...options, ...op }` in its array batch); V8 does that copy about 3x faster from a frozen object than from a
  * fresh `{ sync }` literal: the public batch path cost 7 µs per operation with the literal and 2 µs with these
  * (classic-level 3, abstract-level 3.1, Node 20), which was a quarter of the ingest path's CPU
- * (bench/README.md, ingest-capacity profile).
+ * (bench/HISTORY.md, ingest-capacity profile).
  */
 const SYNC: BatchOptions<string, unknown> = Object.freeze({ sync: true })
 const NO_SYNC: BatchOptions<string, unknown> = Object.freeze({ sync: false })

@@ -2,7 +2,7 @@
 // ES modules and style sheets (api/web/static) and uPlot's two files from
 // node_modules. `@fastify/static` did this before; for 13 small files it
 // loaded a file-serving stack (send, a MIME database, glob) that cost the
-// process 3-4 MB of RSS for its whole life (bench/README.md, footprint).
+// process 3-4 MB of RSS for its whole life (bench/HISTORY.md, footprint).
 //
 // What a browser or OBS gets: the file with its type, Cache-Control max-age,
 // a weak ETag and Last-Modified (a conditional request with a matching

@@ -82,7 +82,7 @@ export class MqttSizeGate {
  * gating it on the instance costs one call per chunk read. The earlier
  * wrapper Duplex cost a second stream on both directions of every connection:
  * ~30 µs of CPU per MQTT reading at 2,000 devices and a few KB per connection
- * (bench/README.md).
+ * (bench/HISTORY.md).
  */
 export function gateStream<S extends Duplex> (stream: S, maxPacketBytes: number, onRefused: (err: Error) => void): S {
   const gate = new MqttSizeGate(maxPacketBytes)
