@@ -30,8 +30,11 @@ function heapSummary (all: ReadonlyArray<{ rss: number, heap?: HeapScrape }>, st
   const withHeap = all.filter(s => s.heap !== undefined)
   const top = withHeap.reduce<{ rss: number, heap?: HeapScrape } | undefined>((a, s) => a === undefined || s.rss > a.rss ? s : a, undefined)
   if (top?.heap === undefined) return 'V8 heap: not read (no heap gauges at /metrics)'
-  const steadyUsed = Math.max(...steady.filter(s => s.heap !== undefined).map(s => s.heap?.used ?? 0))
-  return `V8 heap (/metrics, once a second) at the highest RSS sample read with it (RSS ${mb(top.rss)} MB): ${mb(top.heap.total)} MB committed, ${mb(top.heap.used)} MB used, ${mb(top.heap.external)} MB external; the rest of the RSS is native (node, LevelDB, sockets, malloc). Largest heap used in the steady window: ${mb(steadyUsed)} MB; over the whole window: ${mb(Math.max(...withHeap.map(s => s.heap?.used ?? 0)))} MB`
+  const largest = (samples: ReadonlyArray<{ heap?: HeapScrape }>): string => {
+    const used = samples.flatMap(s => s.heap === undefined ? [] : [s.heap.used])
+    return used.length === 0 ? 'not read' : `${mb(Math.max(...used))} MB`
+  }
+  return `V8 heap (/metrics, once a second) at the highest RSS sample read with it (RSS ${mb(top.rss)} MB): ${mb(top.heap.total)} MB committed, ${mb(top.heap.used)} MB used, ${mb(top.heap.external)} MB external; the rest of the RSS is native (node, LevelDB, sockets, malloc). Largest heap used in the steady window: ${largest(steady)}; over the whole window: ${largest(withHeap)}`
 }
 
 const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 25, viewers: 25 } : { devices: 2000, viewers: 500 }
