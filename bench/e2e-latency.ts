@@ -59,7 +59,12 @@ function schedProbe (pid: number): { before: () => Promise<void>, after: () => P
   }
 }
 
-interface Window { report: PublishReport, delivery: Delivery, stalls?: Stalls }
+/**
+ * The receiving side's scheduling in a window (the viewers' process for hr-relay, the subscriber's for the
+ * bare brokers): not the server, but its waits are in every latency figure, and they are not the same work
+ * on both sides (a WebSocket per user against one MQTT connection).
+ */
+interface Window { report: PublishReport, delivery: Delivery, stalls?: Stalls, receiving?: SchedWindow }
 
 /** hr-relay's stalls, from two scrapes of its /metrics. */
 function metricsProbe (httpUrl: string, pid: number): StallProbe {
@@ -100,23 +105,26 @@ async function measure (devices: Worker, receivers: Worker, rate: number, window
   const pinned = placement.workerCpus === undefined ? [] : [devices.pid, receivers.pid]
   for (const pid of pinned) await pinProcess(pid, placement.workerCpus as string)
   const hog = placement.hog === true ? startHog() : undefined
+  const receiving = schedProbe(receivers.pid)
   try {
     // Warm-up (JIT, connection buffers), not recorded: a quarter of the window, at most a second.
     await devices.call('publish', { rate, durationMs: Math.min(1000, windowMs / 4), qos: 1, recordSends: false, measuredAt: 'clock', drainMs: 5000 })
     await probe?.before()
+    await receiving.before()
     await receivers.call('start')
     const report = await devices.call<PublishReport>('publish', { rate, durationMs: windowMs, qos: 1, recordSends: true, measuredAt: 'clock', drainMs: 10_000 })
     const stalls = await probe?.after()
+    const received = await receiving.after()
     // Stragglers: until every reading arrived, at most min(1.5 s, half the window).
     const [receipts] = await receiptsWhenComplete([receivers], report.sends.size, rs => deliveryOne(report.sends, rs[0] as Receipts).lost, Math.min(1500, windowMs / 2))
-    return { report, delivery: deliveryOne(report.sends, receipts as Receipts), ...(stalls === undefined ? {} : { stalls }) }
+    return { report, delivery: deliveryOne(report.sends, receipts as Receipts), ...(stalls === undefined ? {} : { stalls }), ...(received === undefined ? {} : { receiving: received }) }
   } finally {
     await hog?.stop()
     for (const pid of pinned) await pinProcess(pid, allCpus()).catch(() => {})
   }
 }
 
-interface Measured { d: Delivery, report: PublishReport, stalls?: Stalls }
+interface Measured { d: Delivery, report: PublishReport, stalls?: Stalls, receiving?: SchedWindow }
 
 /**
  * N devices through hr-relay: one window as placed; with `hogWindowMs`, a
@@ -147,7 +155,7 @@ export async function throughHrRelay (ctx: Context, devices: Worker, n: number, 
     if (hogWindowMs !== undefined) {
       ctx.log(`e2e-latency: ${n} devices through hr-relay beside a CPU hog`)
       const h = await measure(devices, viewers, n, hogWindowMs, { ...placement, hog: true }, probe)
-      hogged = { d: h.delivery, report: h.report, ...(h.stalls === undefined ? {} : { stalls: h.stalls }) }
+      hogged = { d: h.delivery, report: h.report, ...(h.stalls === undefined ? {} : { stalls: h.stalls }), ...(h.receiving === undefined ? {} : { receiving: h.receiving }) }
     }
     let niced: Measured | undefined
     if (hogWindowMs !== undefined && hogNice !== undefined) {
@@ -158,13 +166,13 @@ export async function throughHrRelay (ctx: Context, devices: Worker, n: number, 
       } else ctx.log(`e2e-latency: not permitted to set nice ${hogNice}; no window at the unit's nice value`)
     }
     await devices.call('close')
-    return { d: first.delivery, report: first.report, ...(first.stalls === undefined ? {} : { stalls: first.stalls }), ...(hogged === undefined ? {} : { hogged }), ...(niced === undefined ? {} : { niced }) }
+    return { d: first.delivery, report: first.report, ...(first.stalls === undefined ? {} : { stalls: first.stalls }), ...(first.receiving === undefined ? {} : { receiving: first.receiving }), ...(hogged === undefined ? {} : { hogged }), ...(niced === undefined ? {} : { niced }) }
   } finally {
     await devices.call('close').catch(() => {}); await viewers.stop(); await server.stop()
   }
 }
 
-type RefDelivery = Delivery & { stalls?: Stalls }
+type RefDelivery = Delivery & { stalls?: Stalls, receiving?: SchedWindow }
 
 /**
  * N devices through bare Aedes to one MQTT subscriber; `durable` makes it
@@ -180,7 +188,7 @@ export async function throughAedes (devices: Worker, n: number, windowMs: number
     await sub.call('open', port, ids)
     await devices.call('connect', port, ids.map(device_id => ({ device_id })))
     const probe = workerProbe(broker)
-    const withStalls = (w: Window): RefDelivery => ({ ...w.delivery, ...(w.stalls === undefined ? {} : { stalls: w.stalls }) })
+    const withStalls = (w: Window): RefDelivery => ({ ...w.delivery, ...(w.stalls === undefined ? {} : { stalls: w.stalls }), ...(w.receiving === undefined ? {} : { receiving: w.receiving }) })
     const first = withStalls(await measure(devices, sub, n, windowMs, placement, probe))
     const hogged = hogWindowMs === undefined ? undefined : withStalls(await measure(devices, sub, n, hogWindowMs, { ...placement, hog: true }, probe))
     await devices.call('close'); await sub.call('close')
@@ -218,6 +226,21 @@ function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | und
     if (ours.sched.mainRunDelayUs !== undefined) {
       figures.push(figure(`main thread waiting for a core per reading, ${what}`, ours.sched.mainRunDelayUs / readings.ours, 'µs', refFigure(refSched?.mainRunDelayUs === undefined ? undefined : refSched.mainRunDelayUs / readings.ref)))
     }
+  }
+  return figures
+}
+
+/**
+ * The receiving side (not the server): CPU and time without a core per reading of the process that records the
+ * receipts, the viewers' (a WebSocket per user) against the bare broker's subscriber (one MQTT connection). Its
+ * waits are in the latency rows of both sides; beside a hog, the side with more receiving work waits more. No target.
+ */
+function receivingFigures (what: string, ours: SchedWindow | undefined, ref: SchedWindow | undefined, refName: string, readings: { ours: number, ref: number }): Figure[] {
+  if (ours === undefined || readings.ours <= 0) return []
+  const refValue = (v: number | undefined): { name: string, value: number } | undefined => ref === undefined || v === undefined || readings.ref <= 0 ? undefined : { name: refName, value: v / readings.ref }
+  const figures = [figure(`receiving side (viewers against the reference's subscriber), CPU per reading, ${what}`, ours.cpuUs / readings.ours, 'µs', refValue(ref?.cpuUs))]
+  if (ours.mainRunDelayUs !== undefined) {
+    figures.push(figure(`receiving side, main thread waiting for a core per reading, ${what}`, ours.mainRunDelayUs / readings.ours, 'µs', refValue(ref?.mainRunDelayUs)))
   }
   return figures
 }
@@ -268,7 +291,7 @@ export const e2eLatency: Scenario = {
     try {
       for (const n of ns) {
         ctx.log(`e2e-latency: ${n} devices through hr-relay`)
-        const { d, report, hogged, niced, stalls: hrRelayStalls } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs, nice)
+        const { d, report, hogged, niced, stalls: hrRelayStalls, receiving } = await throughHrRelay(ctx, devices, n, windowMs, {}, hogWindowMs, nice)
         ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
         const ref = await throughAedes(devices, n, windowMs, {}, hogWindowMs)
         // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and publishes.
@@ -282,6 +305,7 @@ export const e2eLatency: Scenario = {
         figures.push(figure(`max publish→WebSocket, ${n} devices`, d.summary.max, 'ms', { name: refName, value: ref.summary.max }))
         figures.push(figure(`readings lost, ${n} devices`, d.lost, 'readings', undefined, { text: 'zero lost', met: d.lost === 0 }))
         figures.push(...stallFigures(`${n} devices`, hrRelayStalls, ref.stalls, refName, { ours: d.expected, ref: ref.expected }))
+        figures.push(...receivingFigures(`${n} devices`, receiving, ref.receiving, `${refName}'s subscriber`, { ours: d.expected, ref: ref.expected }))
         if (durable !== undefined) figures.push(...durableFigures(`${n} devices`, d, durable, ref))
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
@@ -295,6 +319,7 @@ export const e2eLatency: Scenario = {
             { text: 'p99 <= 3x reference under the same hog', met: h.summary.p99 <= 3 * ref.hogged.summary.p99 }))
           contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, h.lost, 'readings', undefined, { text: 'zero lost', met: h.lost === 0 }))
           contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, ref.hogged.stalls, 'bare Aedes, same hog', { ours: h.expected, ref: ref.hogged.expected }))
+          contention.push(...receivingFigures(`contention, ${n} devices`, hogged.receiving, ref.hogged.receiving, 'bare Aedes\'s subscriber, same hog', { ours: h.expected, ref: ref.hogged.expected }))
           if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, ref.hogged, 'bare Aedes, same hog'))
           if (niced !== undefined) {
             // The installed box: hr-relay at the unit's Nice= beside the same hog, against itself at nice 0. No target (the
