@@ -3,6 +3,7 @@
 // reading. Reference: the same generator and the same N devices publishing
 // through a bare Aedes broker to one MQTT subscriber (no auth, storage or API).
 import { availableParallelism } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
@@ -124,7 +125,7 @@ async function measure (devices: Worker, receivers: Worker, rate: number, window
   }
 }
 
-interface Measured { d: Delivery, report: PublishReport, stalls?: Stalls, receiving?: SchedWindow }
+export interface Measured { d: Delivery, report: PublishReport, stalls?: Stalls, receiving?: SchedWindow }
 
 /** An open side of the comparison: its server, receivers and devices connected, windows measured on demand. */
 export interface Side<W> {
@@ -202,7 +203,7 @@ async function nicedWindow (ctx: Context, side: Side<Measured>, n: number, windo
   return await side.window(windowMs, { ...placement, hog: true })
 }
 
-type RefDelivery = Delivery & { stalls?: Stalls, receiving?: SchedWindow }
+export type RefDelivery = Delivery & { stalls?: Stalls, receiving?: SchedWindow }
 
 const refDelivery = (w: Window): RefDelivery => ({ ...w.delivery, ...(w.stalls === undefined ? {} : { stalls: w.stalls }), ...(w.receiving === undefined ? {} : { receiving: w.receiving }) })
 
@@ -253,15 +254,35 @@ export async function throughAedes (devices: Worker, n: number, windowMs: number
   }
 }
 
-/** Sends a signal to each process that is still there. */
-function signalAll (pids: readonly number[], signal: NodeJS.Signals): void {
+/** The state letter of /proc/<pid>/stat (R, S, T for stopped, ...); undefined when the process is gone. */
+async function processState (pid: number): Promise<string | undefined> {
+  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+  if (line === undefined) return undefined
+  const end = line.lastIndexOf(')')
+  return line.slice(end + 2, end + 3)
+}
+
+/**
+ * Stops (SIGSTOP) or continues (SIGCONT) each process that is still there, and waits until /proc shows each
+ * stopped or not (a signal is taken when the process next runs: beside a hog, not at once), at most 2 s.
+ */
+async function signalAll (pids: readonly number[], signal: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
   for (const pid of pids) {
     try { process.kill(pid, signal) } catch { /* gone: its side reports the failure */ }
+  }
+  const stopped = signal === 'SIGSTOP'
+  const deadline = performance.now() + 2000
+  for (const pid of pids) {
+    for (;;) {
+      const state = await processState(pid)
+      if (state === undefined || (state === 'T') === stopped || performance.now() > deadline) break
+      await new Promise(resolve => setTimeout(resolve, 1))
+    }
   }
 }
 
 /** The contention rounds of one device count: each side's window beside the hog, per round. */
-interface Rounds { ours: Measured[], ref: RefDelivery[], median: number, ratios: number[] }
+export interface Rounds { ours: Measured[], ref: RefDelivery[], median: number, ratios: number[] }
 
 /**
  * Contention in paired rounds: hr-relay and bare Aedes both open, a window of each beside the hog back to back,
@@ -269,18 +290,18 @@ interface Rounds { ours: Measured[], ref: RefDelivery[], median: number, ratios:
  * other side stopped; the round
  * whose p99 ratio is the median is the one reported (as latest-http does with its rounds).
  */
-async function contentionRounds (ctx: Context, ours: Side<Measured>, ref: Side<RefDelivery>, n: number, rounds: number, windowMs: number): Promise<Rounds> {
+export async function contentionRounds (ctx: Context, ours: Side<Measured>, ref: Side<RefDelivery>, n: number, rounds: number, windowMs: number): Promise<Rounds> {
   const out: Rounds = { ours: [], ref: [], median: 0, ratios: [] }
   const hogged: Placement = { hog: true }
   // The other side is stopped (SIGSTOP, every process of it) while one side measures: its timers (WebSocket
   // pings, keep-alives) would otherwise run in the middle of the window, as they did not when each side had the
   // machine to itself. Its sockets keep what arrives until it goes on (SIGCONT).
   const alone = async <W>(side: Side<W>, other: Side<unknown>): Promise<W> => {
-    signalAll(other.pids, 'SIGSTOP')
+    await signalAll(other.pids, 'SIGSTOP')
     try {
       return await side.window(windowMs, hogged)
     } finally {
-      signalAll(other.pids, 'SIGCONT')
+      await signalAll(other.pids, 'SIGCONT')
     }
   }
   for (let r = 0; r < rounds; r++) {
