@@ -380,6 +380,14 @@ function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bar
   ]
 }
 
+/** hr-relay's stalls in one contention round, for the notes: what a round far above the others had that the others did not. */
+function roundStalls (s: Stalls | undefined, readings: number): string {
+  if (s === undefined) return ''
+  const wait = s.sched?.mainRunDelayUs === undefined || readings <= 0 ? '' : `, main thread without a core ${fmt(s.sched.mainRunDelayUs / readings)} µs/reading`
+  const pipeline = s.pipeline === undefined || s.pipeline.count === 0 ? '' : `, submit → durable mean ${fmt(s.pipeline.meanMs)} ms`
+  return `; hr-relay GC ${fmt(s.runtime.gcMs)} ms in ${s.runtime.gcPauses} pauses, timer late at worst ${fmt(s.runtime.loopLateMaxMs)} ms${wait}${pipeline}`
+}
+
 function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {
   const waited = (w: SchedWindow): string => w.runDelayUs === undefined ? '' : `, runnable without a core ${fmt(w.runDelayUs / 1000)} ms in all${w.mainRunDelayUs === undefined ? '' : ` (the main thread ${fmt(w.mainRunDelayUs / 1000)} ms)`}`
   const sched = (w: SchedWindow | undefined): string => w === undefined ? '' : `, ${w.threads} threads woken ${w.wakeups} times and preempted ${w.preemptions} times${waited(w)}`
@@ -476,7 +484,7 @@ export const e2eLatency: Scenario = {
         const received = paired.ours.reduce((sum, m) => sum + m.d.received, 0)
         const unacked = paired.ours.reduce((sum, m) => sum + m.report.unacked, 0)
         const refLost = paired.ref.reduce((sum, r) => sum + r.lost, 0)
-        const roundText = paired.ours.map((m, i) => `${fmt(m.d.summary.p99)} / ${fmt((paired.ref[i] as RefDelivery).summary.p99)} ms (${(paired.ratios[i] as number).toFixed(2)}x)`).join(', ')
+        const roundText = paired.ours.map((m, i) => `${fmt(m.d.summary.p99)} / ${fmt((paired.ref[i] as RefDelivery).summary.p99)} ms (${(paired.ratios[i] as number).toFixed(2)}x${roundStalls(m.stalls, m.d.expected)})`).join(', ')
         notes.push(`contention, ${n} devices: ${rounds} paired round(s), each a ${hogWindowMs / 1000} s window of hr-relay and one of bare Aedes back to back (alternating which goes first), both servers open on their own connections throughout, the other side's processes stopped (SIGSTOP) during each window; ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from each window's warm-up to its stragglers; hr-relay / bare Aedes p99 per round: ${roundText}; the median round (${paired.median + 1}) is reported; over all rounds ${sent} readings sent to hr-relay, ${received} received, ${unacked} without PUBACK, reference lost ${refLost}`)
         notes.push(stallNote(`contention, ${n} devices (the median round)`, hogged.stalls, refHogged.stalls))
       }
