@@ -281,35 +281,44 @@ async function signalAll (pids: readonly number[], signal: 'SIGSTOP' | 'SIGCONT'
   }
 }
 
+/**
+ * One window of `side` with every process of the other sides stopped (SIGSTOP): their timers (WebSocket pings,
+ * keep-alives) would otherwise run in the middle of it, as they did not when each side had the machine to
+ * itself. Their sockets keep what arrives until they go on (SIGCONT).
+ */
+export async function alone<W> (side: Side<W>, others: ReadonlyArray<Side<unknown>>, windowMs: number, placement?: Placement): Promise<W> {
+  const pids = others.flatMap(o => o.pids)
+  await signalAll(pids, 'SIGSTOP')
+  try {
+    return await side.window(windowMs, placement)
+  } finally {
+    await signalAll(pids, 'SIGCONT')
+  }
+}
+
 /** The contention rounds of one device count: each side's window beside the hog, per round. */
-export interface Rounds { ours: Measured[], ref: RefDelivery[], median: number, ratios: number[] }
+export interface Rounds { ours: Measured[], ref: RefDelivery[], durable: RefDelivery[], median: number, ratios: number[] }
 
 /**
- * Contention in paired rounds: hr-relay and bare Aedes both open, a window of each beside the hog back to back,
- * in alternating order (ABBA), so both sides of a round see the machine as it is that half-minute, each with the
- * other side stopped; the round
- * whose p99 ratio is the median is the one reported (as latest-http does with its rounds).
+ * Contention in paired rounds: hr-relay, bare Aedes (and, given, bare Aedes + sync batch) all open, a window of
+ * each beside the hog back to back, in an order that turns round every round (ABBA; A B C, C B A with three),
+ * so all sides of a round see the machine as it is that half-minute, each with the others stopped; the round
+ * whose p99 ratio (hr-relay against bare Aedes) is the median is the one reported (as latest-http does with its rounds).
  */
-export async function contentionRounds (ctx: Context, ours: Side<Measured>, ref: Side<RefDelivery>, n: number, rounds: number, windowMs: number): Promise<Rounds> {
-  const out: Rounds = { ours: [], ref: [], median: 0, ratios: [] }
+export async function contentionRounds (ctx: Context, sides: { ours: Side<Measured>, ref: Side<RefDelivery>, durable?: Side<RefDelivery> }, n: number, rounds: number, windowMs: number): Promise<Rounds> {
+  const out: Rounds = { ours: [], ref: [], durable: [], median: 0, ratios: [] }
   const hogged: Placement = { hog: true }
-  // The other side is stopped (SIGSTOP, every process of it) while one side measures: its timers (WebSocket
-  // pings, keep-alives) would otherwise run in the middle of the window, as they did not when each side had the
-  // machine to itself. Its sockets keep what arrives until it goes on (SIGCONT).
-  const alone = async <W>(side: Side<W>, other: Side<unknown>): Promise<W> => {
-    await signalAll(other.pids, 'SIGSTOP')
-    try {
-      return await side.window(windowMs, hogged)
-    } finally {
-      await signalAll(other.pids, 'SIGCONT')
-    }
-  }
+  const { ours, ref, durable } = sides
+  const all: Array<Side<unknown>> = durable === undefined ? [ours, ref] : [ours, ref, durable]
+  const others = (side: Side<unknown>): Array<Side<unknown>> => all.filter(o => o !== side)
+  const names = new Map<Side<unknown>, string>([[ours, 'hr-relay'], [ref, 'bare Aedes'], ...(durable === undefined ? [] : [[durable, 'bare Aedes + sync batch'] as [Side<unknown>, string]])])
   for (let r = 0; r < rounds; r++) {
-    ctx.log(`e2e-latency: ${n} devices beside a CPU hog, round ${r + 1}/${rounds} (${r % 2 === 0 ? 'hr-relay, then bare Aedes' : 'bare Aedes, then hr-relay'})`)
-    if (r % 2 === 0) {
-      out.ours.push(await alone(ours, ref)); out.ref.push(await alone(ref, ours))
-    } else {
-      out.ref.push(await alone(ref, ours)); out.ours.push(await alone(ours, ref))
+    const order = r % 2 === 0 ? all : [...all].reverse()
+    ctx.log(`e2e-latency: ${n} devices beside a CPU hog, round ${r + 1}/${rounds} (${order.map(o => names.get(o)).join(', then ')})`)
+    for (const side of order) {
+      if (side === ours) out.ours.push(await alone(ours, others(ours), windowMs, hogged))
+      else if (side === ref) out.ref.push(await alone(ref, others(ref), windowMs, hogged))
+      else if (durable !== undefined) out.durable.push(await alone(durable, others(durable), windowMs, hogged))
     }
   }
   out.ratios = out.ours.map((m, i) => m.d.summary.p99 / (out.ref[i] as RefDelivery).summary.p99)
@@ -414,23 +423,43 @@ export const e2eLatency: Scenario = {
     const ns = sizes(ctx.quick)
     // Full runs: a window beside the hog at the unit's Nice= (deploy/hr-relay.service), as the installed box runs.
     const nice = ctx.quick ? undefined : await serviceNice()
-    // One generator per side: both sides stay connected through the paired rounds.
-    const [devices, refDevices] = await bothOrNeither(Worker.start('workers/mqtt-devices.ts'), Worker.start('workers/mqtt-devices.ts'))
+    // One generator per side: every side stays connected through the paired rounds.
+    const generators = await Promise.all(Array.from({ length: ctx.quick ? 2 : 3 }, async () => await Worker.start('workers/mqtt-devices.ts')).map(async p => await p.catch(() => undefined)))
+    const [devices, refDevices, syncDevices] = generators
     try {
+      if (devices === undefined || refDevices === undefined || (!ctx.quick && syncDevices === undefined)) throw new Error('a device generator did not start')
       for (const n of ns) {
         let first: Measured
         let ref: RefDelivery
         let paired: Rounds
         let niced: Measured | undefined
+        let durable: (RefDelivery & { hogged?: RefDelivery, perBatch?: number }) | undefined
         const ours = await openHrRelay(ctx, devices, n)
         try {
           const bare = await openAedes(refDevices, n)
           try {
-            ctx.log(`e2e-latency: ${n} devices through hr-relay`)
-            first = await ours.window(windowMs)
-            ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
-            ref = await bare.window(windowMs)
-            paired = await contentionRounds(ctx, ours, bare, n, rounds, hogWindowMs)
+            // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and publishes.
+            const sync = syncDevices === undefined ? undefined : await openAedes(syncDevices, n, {}, true)
+            try {
+              // Every window with the other sides stopped (their timers would run in it).
+              const all: Array<Side<unknown>> = sync === undefined ? [ours, bare] : [ours, bare, sync]
+              const others = (side: Side<unknown>): Array<Side<unknown>> => all.filter(o => o !== side)
+              ctx.log(`e2e-latency: ${n} devices through hr-relay`)
+              first = await alone(ours, others(ours), windowMs)
+              ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
+              ref = await alone(bare, others(bare), windowMs)
+              let syncFirst: RefDelivery | undefined
+              if (sync !== undefined) {
+                ctx.log(`e2e-latency: ${n} devices through bare Aedes + sync batch (a LevelDB sync batch before each PUBACK)`)
+                syncFirst = await alone(sync, others(sync), windowMs)
+              }
+              paired = await contentionRounds(ctx, { ours, ref: bare, ...(sync === undefined ? {} : { durable: sync }) }, n, rounds, hogWindowMs)
+              const perBatch = await sync?.perBatch()
+              const syncHogged = paired.durable[paired.median]
+              if (syncFirst !== undefined) durable = { ...syncFirst, ...(syncHogged === undefined ? {} : { hogged: syncHogged }), ...(perBatch === undefined ? {} : { perBatch }) }
+            } finally {
+              await sync?.close()
+            }
           } finally {
             await bare.close()
           }
@@ -438,9 +467,6 @@ export const e2eLatency: Scenario = {
         } finally {
           await ours.close()
         }
-        // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and publishes.
-        if (!ctx.quick) ctx.log(`e2e-latency: ${n} devices through bare Aedes + sync batch (a LevelDB sync batch before each PUBACK)`)
-        const durable = ctx.quick ? undefined : await throughAedes(devices, n, windowMs, {}, hogWindowMs, true)
         const { d, report } = first
         const last = n === ns[ns.length - 1]
         const refName = 'bare Aedes'
@@ -455,7 +481,7 @@ export const e2eLatency: Scenario = {
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
         notes.push(stallNote(`${n} devices`, first.stalls, ref.stalls))
-        if (durable !== undefined) notes.push(`bare Aedes + sync batch, ${n} devices: ${durable.expected} readings sent in ${windowMs / 1000} s, lost ${durable.lost}${durable.hogged === undefined ? '' : ` (beside the hog ${durable.hogged.lost})`}; ${durable.perBatch === undefined ? 'no sync batch counted' : `${durable.perBatch.toFixed(2)} readings per sync batch over the server's life`}`)
+        if (durable !== undefined) notes.push(`bare Aedes + sync batch, ${n} devices: ${durable.expected} readings sent in ${windowMs / 1000} s, lost ${durable.lost} (beside the hog, over the rounds, ${paired.durable.reduce((sum, r) => sum + r.lost, 0)}); ${durable.perBatch === undefined ? 'no sync batch counted' : `${durable.perBatch.toFixed(2)} readings per sync batch over the server's life`}`)
         // Contention: every figure is of the median round (by p99 ratio); the rounds are in the notes.
         const hogged = paired.ours[paired.median] as Measured
         const refHogged = paired.ref[paired.median] as RefDelivery
@@ -484,12 +510,13 @@ export const e2eLatency: Scenario = {
         const received = paired.ours.reduce((sum, m) => sum + m.d.received, 0)
         const unacked = paired.ours.reduce((sum, m) => sum + m.report.unacked, 0)
         const refLost = paired.ref.reduce((sum, r) => sum + r.lost, 0)
-        const roundText = paired.ours.map((m, i) => `${fmt(m.d.summary.p99)} / ${fmt((paired.ref[i] as RefDelivery).summary.p99)} ms (${(paired.ratios[i] as number).toFixed(2)}x${roundStalls(m.stalls, m.d.expected)})`).join(', ')
-        notes.push(`contention, ${n} devices: ${rounds} paired round(s), each a ${hogWindowMs / 1000} s window of hr-relay and one of bare Aedes back to back (alternating which goes first), both servers open on their own connections throughout, the other side's processes stopped (SIGSTOP) during each window; ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from each window's warm-up to its stragglers; hr-relay / bare Aedes p99 per round: ${roundText}; the median round (${paired.median + 1}) is reported; over all rounds ${sent} readings sent to hr-relay, ${received} received, ${unacked} without PUBACK, reference lost ${refLost}`)
+        const syncP99 = (i: number): string => paired.durable[i] === undefined ? '' : ` / ${fmt((paired.durable[i] as RefDelivery).summary.p99)}`
+        const roundText = paired.ours.map((m, i) => `${fmt(m.d.summary.p99)} / ${fmt((paired.ref[i] as RefDelivery).summary.p99)}${syncP99(i)} ms (${(paired.ratios[i] as number).toFixed(2)}x${roundStalls(m.stalls, m.d.expected)})`).join(', ')
+        notes.push(`contention, ${n} devices: ${rounds} paired round(s), each a ${hogWindowMs / 1000} s window of hr-relay, one of bare Aedes${paired.durable.length > 0 ? ' and one of bare Aedes + sync batch' : ''} back to back (the order turned round every round), every server open on its own connections throughout, the other sides' processes stopped (SIGSTOP) during each window; ${availableParallelism()} busy processes (node -e 'for(;;){}', one per core) from each window's warm-up to its stragglers; hr-relay / bare Aedes${paired.durable.length > 0 ? ' / bare Aedes + sync batch' : ''} p99 per round: ${roundText}; the median round (${paired.median + 1}) is reported; over all rounds ${sent} readings sent to hr-relay, ${received} received, ${unacked} without PUBACK, reference lost ${refLost}`)
         notes.push(stallNote(`contention, ${n} devices (the median round)`, hogged.stalls, refHogged.stalls))
       }
     } finally {
-      await devices.stop(); await refDevices.stop()
+      for (const g of generators) await g?.stop()
     }
     figures.push(...contention)
     figures.push(await syncFigure(ctx.quick ? 100 : 500))

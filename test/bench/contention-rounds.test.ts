@@ -58,7 +58,7 @@ t.test('contention rounds alternate the sides, stop the other side during each w
     async close () {}
   }
   const logged: string[] = []
-  const out = await contentionRounds({ quick: false, log: line => { logged.push(line) } }, ours, ref, 200, 3, 250)
+  const out = await contentionRounds({ quick: false, log: line => { logged.push(line) } }, { ours, ref }, 200, 3, 250)
   t.same(calls, ['ours', 'ref', 'ref', 'ours', 'ours', 'ref'], 'ABBA: neither side always goes first')
   t.same(seen, Array(6).fill('run,run / T,T'), 'in every window its own processes run and every process of the other side is stopped')
   t.same(await Promise.all(pids.map(stateOf)).then(s => s.map(x => x === 'T' ? 'T' : 'run')), ['run', 'run', 'run', 'run'], 'every process runs again afterwards')
@@ -68,6 +68,25 @@ t.test('contention rounds alternate the sides, stop the other side during each w
   t.equal(out.ref[out.median]?.summary.p99, 10)
   t.equal(logged.length, 3)
   t.match(logged[1], /round 2\/3 \(bare Aedes, then hr-relay\)/)
+  t.same(out.durable, [])
+})
+
+t.test('with bare Aedes + sync batch, three sides in an order that turns round every round, two stopped in each window', async t => {
+  const procs = await Promise.all([sleeper(), sleeper(), sleeper()])
+  t.teardown(() => { for (const p of procs) { p.kill('SIGCONT'); p.kill('SIGKILL') } })
+  const [a, b, c] = procs.map(p => p.pid as number) as [number, number, number]
+  const calls: string[] = []
+  const check = async (own: number, others: number[]): Promise<void> => {
+    t.not(await stateOf(own), 'T')
+    for (const pid of others) t.equal(await stateOf(pid), 'T')
+  }
+  const ours: Side<Measured> = { pid: a, pids: [a], async window () { calls.push('ours'); await check(a, [b, c]); return { d: delivery(30), report } }, async close () {} }
+  const ref: Side<RefDelivery> = { pid: b, pids: [b], async window () { calls.push('ref'); await check(b, [a, c]); return delivery(10) }, async close () {} }
+  const durable: Side<RefDelivery> = { pid: c, pids: [c], async window () { calls.push('sync'); await check(c, [a, b]); return delivery(20) }, async close () {} }
+  const out = await contentionRounds({ quick: false, log: () => {} }, { ours, ref, durable }, 2000, 3, 100)
+  t.same(calls, ['ours', 'ref', 'sync', 'sync', 'ref', 'ours', 'ours', 'ref', 'sync'])
+  t.equal(out.durable.length, 3)
+  t.same(out.ratios, [3, 3, 3], 'the ratio is hr-relay against bare Aedes')
 })
 
 t.test('a window that fails still lets the other side go on', async t => {
@@ -76,6 +95,6 @@ t.test('a window that fails still lets the other side go on', async t => {
   const [a, b] = procs.map(p => p.pid as number) as [number, number]
   const ours: Side<Measured> = { pid: a, pids: [a], async window () { throw new Error('server gone') }, async close () {} }
   const ref: Side<RefDelivery> = { pid: b, pids: [b], async window () { return delivery(10) }, async close () {} }
-  await t.rejects(contentionRounds({ quick: true, log: () => {} }, ours, ref, 25, 1, 100), /server gone/)
+  await t.rejects(contentionRounds({ quick: true, log: () => {} }, { ours, ref }, 25, 1, 100), /server gone/)
   t.not(await stateOf(b), 'T', 'the reference was continued after the failed window')
 })
