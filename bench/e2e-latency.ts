@@ -424,10 +424,15 @@ export const e2eLatency: Scenario = {
     // Full runs: a window beside the hog at the unit's Nice= (deploy/hr-relay.service), as the installed box runs.
     const nice = ctx.quick ? undefined : await serviceNice()
     // One generator per side: every side stays connected through the paired rounds.
-    const generators = await Promise.all(Array.from({ length: ctx.quick ? 2 : 3 }, async () => await Worker.start('workers/mqtt-devices.ts')).map(async p => await p.catch(() => undefined)))
-    const [devices, refDevices, syncDevices] = generators
+    const started = await Promise.allSettled(Array.from({ length: ctx.quick ? 2 : 3 }, async () => await Worker.start('workers/mqtt-devices.ts')))
+    const generators = started.flatMap(r => r.status === 'fulfilled' ? [r.value] : [])
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (failed !== undefined) {
+      for (const g of generators) await g.stop()
+      throw failed.reason
+    }
+    const [devices, refDevices, syncDevices] = generators as [Worker, Worker, Worker | undefined]
     try {
-      if (devices === undefined || refDevices === undefined || (!ctx.quick && syncDevices === undefined)) throw new Error('a device generator did not start')
       for (const n of ns) {
         let first: Measured
         let ref: RefDelivery
@@ -516,7 +521,7 @@ export const e2eLatency: Scenario = {
         notes.push(stallNote(`contention, ${n} devices (the median round)`, hogged.stalls, refHogged.stalls))
       }
     } finally {
-      for (const g of generators) await g?.stop()
+      for (const g of generators) await g.stop()
     }
     figures.push(...contention)
     figures.push(await syncFigure(ctx.quick ? 100 : 500))
