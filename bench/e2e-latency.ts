@@ -3,14 +3,13 @@
 // reading. Reference: the same generator and the same N devices publishing
 // through a bare Aedes broker to one MQTT subscriber (no auth, storage or API).
 import { availableParallelism } from 'node:os'
-import { readFile } from 'node:fs/promises'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
 import { bucketPercentile, histogramBetween, parseIngestHistogram, type IngestHistogram } from './lib/metrics.ts'
 import { schedBetween, schedOf, ticksPerSecond, type SchedSample, type SchedWindow } from './lib/cpu.ts'
 import { parseRuntime, runtimeBetween, type RuntimeScrape, type RuntimeWindow } from './lib/runtime-window.ts'
-import { allCpus, pinProcess, reniceProcess, startHog } from './lib/hog.ts'
+import { allCpus, pinProcess, reniceProcess, signalAll, startHog } from './lib/hog.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
 import { fmt } from './lib/stats.ts'
@@ -254,40 +253,13 @@ export async function throughAedes (devices: Worker, n: number, windowMs: number
   }
 }
 
-/** The state letter of /proc/<pid>/stat (R, S, T for stopped, ...); undefined when the process is gone. */
-async function processState (pid: number): Promise<string | undefined> {
-  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
-  if (line === undefined) return undefined
-  const end = line.lastIndexOf(')')
-  return line.slice(end + 2, end + 3)
-}
-
 /**
- * Stops (SIGSTOP) or continues (SIGCONT) each process that is still there, and waits until /proc shows each
- * stopped or not (a signal is taken when the process next runs: beside a hog, not at once), at most 2 s.
+ * One window of `side` with every process of the other open sides (`all` but `side`) stopped (SIGSTOP): their
+ * timers (WebSocket pings, keep-alives) would otherwise run in the middle of it, as they did not when each side
+ * had the machine to itself. Their sockets keep what arrives until they go on (SIGCONT).
  */
-async function signalAll (pids: readonly number[], signal: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
-  for (const pid of pids) {
-    try { process.kill(pid, signal) } catch { /* gone: its side reports the failure */ }
-  }
-  const stopped = signal === 'SIGSTOP'
-  const deadline = performance.now() + 2000
-  for (const pid of pids) {
-    for (;;) {
-      const state = await processState(pid)
-      if (state === undefined || (state === 'T') === stopped || performance.now() > deadline) break
-      await new Promise(resolve => setTimeout(resolve, 1))
-    }
-  }
-}
-
-/**
- * One window of `side` with every process of the other sides stopped (SIGSTOP): their timers (WebSocket pings,
- * keep-alives) would otherwise run in the middle of it, as they did not when each side had the machine to
- * itself. Their sockets keep what arrives until they go on (SIGCONT).
- */
-export async function alone<W> (side: Side<W>, others: ReadonlyArray<Side<unknown>>, windowMs: number, placement?: Placement): Promise<W> {
-  const pids = others.flatMap(o => o.pids)
+export async function alone<W> (side: Side<W>, all: ReadonlyArray<Side<unknown>>, windowMs: number, placement?: Placement): Promise<W> {
+  const pids = all.filter(o => o !== side).flatMap(o => o.pids)
   await signalAll(pids, 'SIGSTOP')
   try {
     return await side.window(windowMs, placement)
@@ -310,15 +282,14 @@ export async function contentionRounds (ctx: Context, sides: { ours: Side<Measur
   const hogged: Placement = { hog: true }
   const { ours, ref, durable } = sides
   const all: Array<Side<unknown>> = durable === undefined ? [ours, ref] : [ours, ref, durable]
-  const others = (side: Side<unknown>): Array<Side<unknown>> => all.filter(o => o !== side)
   const names = new Map<Side<unknown>, string>([[ours, 'hr-relay'], [ref, 'bare Aedes'], ...(durable === undefined ? [] : [[durable, 'bare Aedes + sync batch'] as [Side<unknown>, string]])])
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? all : [...all].reverse()
     ctx.log(`e2e-latency: ${n} devices beside a CPU hog, round ${r + 1}/${rounds} (${order.map(o => names.get(o)).join(', then ')})`)
     for (const side of order) {
-      if (side === ours) out.ours.push(await alone(ours, others(ours), windowMs, hogged))
-      else if (side === ref) out.ref.push(await alone(ref, others(ref), windowMs, hogged))
-      else if (durable !== undefined) out.durable.push(await alone(durable, others(durable), windowMs, hogged))
+      if (side === ours) out.ours.push(await alone(ours, all, windowMs, hogged))
+      else if (side === ref) out.ref.push(await alone(ref, all, windowMs, hogged))
+      else if (durable !== undefined) out.durable.push(await alone(durable, all, windowMs, hogged))
     }
   }
   out.ratios = out.ours.map((m, i) => m.d.summary.p99 / (out.ref[i] as RefDelivery).summary.p99)
@@ -448,15 +419,14 @@ export const e2eLatency: Scenario = {
             try {
               // Every window with the other sides stopped (their timers would run in it).
               const all: Array<Side<unknown>> = sync === undefined ? [ours, bare] : [ours, bare, sync]
-              const others = (side: Side<unknown>): Array<Side<unknown>> => all.filter(o => o !== side)
               ctx.log(`e2e-latency: ${n} devices through hr-relay`)
-              first = await alone(ours, others(ours), windowMs)
+              first = await alone(ours, all, windowMs)
               ctx.log(`e2e-latency: ${n} devices through bare Aedes`)
-              ref = await alone(bare, others(bare), windowMs)
+              ref = await alone(bare, all, windowMs)
               let syncFirst: RefDelivery | undefined
               if (sync !== undefined) {
                 ctx.log(`e2e-latency: ${n} devices through bare Aedes + sync batch (a LevelDB sync batch before each PUBACK)`)
-                syncFirst = await alone(sync, others(sync), windowMs)
+                syncFirst = await alone(sync, all, windowMs)
               }
               paired = await contentionRounds(ctx, { ours, ref: bare, ...(sync === undefined ? {} : { durable: sync }) }, n, rounds, hogWindowMs)
               const perBatch = await sync?.perBatch()

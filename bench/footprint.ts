@@ -13,15 +13,8 @@ import { openViewers, viewersFor } from './lib/viewers.ts'
 import { compiledEntry } from './lib/build.ts'
 import { rssFigures } from './lib/accounting.ts'
 import { serviceEnvironment } from './lib/unit-env.ts'
-import { parseHeap, type HeapScrape } from './lib/metrics.ts'
+import { heapOf, type HeapScrape } from './lib/metrics.ts'
 import type { LoadStats } from '../device-sim/load.ts'
-
-async function heapOf (url: string): Promise<HeapScrape | undefined> {
-  try {
-    const res = await fetch(`${url}/metrics`)
-    return res.status === 200 ? parseHeap(await res.text()) : undefined
-  } catch { return undefined }
-}
 
 const mb = (bytes: number): string => (bytes / 1048576).toFixed(1)
 

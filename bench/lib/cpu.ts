@@ -33,6 +33,14 @@ export function ticksPerSecond (): number {
   return clkTck
 }
 
+/** The state letter of /proc/<pid>/stat (field 3: R, S, T for stopped, ...); undefined when the process is gone. */
+export async function processState (pid: number): Promise<string | undefined> {
+  const line = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined)
+  if (line === undefined) return undefined
+  const close = line.lastIndexOf(')')
+  return close < 0 ? undefined : line.slice(close + 1).trim().split(/\s+/)[0]
+}
+
 /** User + system CPU of a process so far (every thread: LevelDB, libuv pool, GC included). */
 export async function cpuOf (pid: number): Promise<CpuTicks> {
   return parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'))

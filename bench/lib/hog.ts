@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdir } from 'node:fs/promises'
 import { availableParallelism, setPriority } from 'node:os'
+import { processState } from './cpu.ts'
 
 export interface Hog { processes: number, stop (): Promise<void> }
 
@@ -54,4 +55,23 @@ export async function reniceProcess (pid: number, nice: number): Promise<boolean
     }
   }
   return true
+}
+
+/**
+ * Stops (SIGSTOP) or continues (SIGCONT) each process that is still there, and waits until /proc shows each
+ * stopped or not (a signal is taken when the process next runs: beside a hog, not at once), at most 2 s.
+ */
+export async function signalAll (pids: readonly number[], signal: 'SIGSTOP' | 'SIGCONT'): Promise<void> {
+  for (const pid of pids) {
+    try { process.kill(pid, signal) } catch { /* gone: its owner reports the failure */ }
+  }
+  const stopped = signal === 'SIGSTOP'
+  const deadline = performance.now() + 2000
+  for (const pid of pids) {
+    for (;;) {
+      const state = await processState(pid)
+      if (state === undefined || (state === 'T') === stopped || performance.now() > deadline) break
+      await new Promise(resolve => setTimeout(resolve, 1))
+    }
+  }
 }

@@ -67,3 +67,11 @@ export function parseHeap (text: string): HeapScrape | undefined {
   const external = metricSum(text, 'hr_relay_nodejs_external_memory_bytes')
   return total === undefined || used === undefined || external === undefined ? undefined : { total, used, external }
 }
+
+/** hr-relay's heap gauges from its /metrics; undefined when it does not answer them (a sample is skipped, not failed). */
+export async function heapOf (httpUrl: string): Promise<HeapScrape | undefined> {
+  try {
+    const res = await fetch(`${httpUrl}/metrics`)
+    return res.status === 200 ? parseHeap(await res.text()) : undefined
+  } catch { return undefined }
+}

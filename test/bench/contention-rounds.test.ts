@@ -4,16 +4,17 @@
 // processes (`sleep`) whose state is read from /proc during each window.
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { processState } from '../../bench/lib/cpu.ts'
 import { once } from 'node:events'
 import { contentionRounds, type Measured, type RefDelivery, type Side } from '../../bench/e2e-latency.ts'
 import type { Delivery } from '../../bench/lib/latency.ts'
 import type { PublishReport } from '../../bench/workers/mqtt-devices.ts'
 
-/** The state letter of /proc/<pid>/stat (R, S, T, ...), after the command name's closing parenthesis. */
+/** The state letter of a process that must still be there. */
 async function stateOf (pid: number): Promise<string> {
-  const line = await readFile(`/proc/${pid}/stat`, 'utf8')
-  return line.slice(line.lastIndexOf(')') + 2, line.lastIndexOf(')') + 3)
+  const state = await processState(pid)
+  if (state === undefined) throw new Error(`process ${pid} is gone`)
+  return state
 }
 
 async function sleeper (): Promise<ChildProcess> {
