@@ -66,6 +66,10 @@ function schedProbe (pid: number): { before: () => Promise<void>, after: () => P
  */
 interface Window { report: PublishReport, delivery: Delivery, stalls?: Stalls, receiving?: SchedWindow }
 
+/** A window's optional probe results, as optional fields (absent, not undefined: exactOptionalPropertyTypes). */
+const probed = (stalls: Stalls | undefined, receiving: SchedWindow | undefined): { stalls?: Stalls, receiving?: SchedWindow } =>
+  ({ ...(stalls === undefined ? {} : { stalls }), ...(receiving === undefined ? {} : { receiving }) })
+
 /** hr-relay's stalls, from two scrapes of its /metrics. */
 function metricsProbe (httpUrl: string, pid: number): StallProbe {
   const sched = schedProbe(pid)
@@ -117,7 +121,7 @@ async function measure (devices: Worker, receivers: Worker, rate: number, window
     const received = await receiving.after()
     // Stragglers: until every reading arrived, at most min(1.5 s, half the window).
     const [receipts] = await receiptsWhenComplete([receivers], report.sends.size, rs => deliveryOne(report.sends, rs[0] as Receipts).lost, Math.min(1500, windowMs / 2))
-    return { report, delivery: deliveryOne(report.sends, receipts as Receipts), ...(stalls === undefined ? {} : { stalls }), ...(received === undefined ? {} : { receiving: received }) }
+    return { report, delivery: deliveryOne(report.sends, receipts as Receipts), ...probed(stalls, received) }
   } finally {
     await hog?.stop()
     for (const pid of pinned) await pinProcess(pid, allCpus()).catch(() => {})
@@ -136,7 +140,7 @@ export interface Side<W> {
   close (): Promise<void>
 }
 
-const measured = (w: Window): Measured => ({ d: w.delivery, report: w.report, ...(w.stalls === undefined ? {} : { stalls: w.stalls }), ...(w.receiving === undefined ? {} : { receiving: w.receiving }) })
+const measured = (w: Window): Measured => ({ d: w.delivery, report: w.report, ...probed(w.stalls, w.receiving) })
 
 /** hr-relay on a fresh copy of the fleet, one WebSocket viewer per user, N devices connected. */
 export async function openHrRelay (ctx: Context, devices: Worker, n: number, placement: Placement = {}): Promise<Side<Measured>> {
@@ -204,7 +208,7 @@ async function nicedWindow (ctx: Context, side: Side<Measured>, n: number, windo
 
 export type RefDelivery = Delivery & { stalls?: Stalls, receiving?: SchedWindow }
 
-const refDelivery = (w: Window): RefDelivery => ({ ...w.delivery, ...(w.stalls === undefined ? {} : { stalls: w.stalls }), ...(w.receiving === undefined ? {} : { receiving: w.receiving }) })
+const refDelivery = (w: Window): RefDelivery => ({ ...w.delivery, ...probed(w.stalls, w.receiving) })
 
 /**
  * A bare Aedes broker with one MQTT subscriber on the device topics and N devices connected; `durable` makes it
