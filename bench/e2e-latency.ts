@@ -2,6 +2,10 @@
 // user; time from the device's PUBLISH to the subscriber's receipt of the
 // reading. Reference: the same generator and the same N devices publishing
 // through a bare Aedes broker to one MQTT subscriber (no auth, storage or API).
+// Full runs add bare Aedes + sync batch: each reading stored in a group-committed
+// LevelDB sync batch before its PUBACK, then forwarded to a subscriber of its own
+// device (a connection per device, as hr-relay has a WebSocket per user): the
+// least work of a relay doing hr-relay's job.
 import { availableParallelism } from 'node:os'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
@@ -212,8 +216,8 @@ const refDelivery = (w: Window): RefDelivery => ({ ...w.delivery, ...probed(w.st
 
 /**
  * A bare Aedes broker with one MQTT subscriber on the device topics and N devices connected; `durable` makes it
- * bare Aedes + sync batch (workers/aedes-ref.ts: a LevelDB sync batch before each PUBACK and forward).
- * `perBatch()` is readings per sync batch over the broker's life.
+ * bare Aedes + sync batch (workers/aedes-ref.ts: a LevelDB sync batch before each PUBACK and forward) with a
+ * subscriber per device (workers/mqtt-subscriber.ts). `perBatch()` is readings per sync batch over the broker's life.
  */
 export async function openAedes (devices: Worker, n: number, placement: Placement = {}, durable = false): Promise<Side<RefDelivery> & { perBatch (): Promise<number | undefined> }> {
   const [broker, sub] = await bothOrNeither(Worker.start('workers/aedes-ref.ts'), Worker.start('workers/mqtt-subscriber.ts'))
@@ -225,7 +229,7 @@ export async function openAedes (devices: Worker, n: number, placement: Placemen
     const port = await broker.call<number>('start', { durable })
     if (placement.serverCpus !== undefined) await pinProcess(broker.pid, placement.serverCpus)
     const ids = Array.from({ length: n }, (_, i) => `ref${i}`)
-    await sub.call('open', port, ids)
+    await sub.call('open', port, ids, durable)
     await devices.call('connect', port, ids.map(device_id => ({ device_id })))
   } catch (err) {
     await close()
@@ -337,10 +341,10 @@ function stallFigures (what: string, ours: Stalls | undefined, ref: Stalls | und
  * receipts, the viewers' (a WebSocket per user) against the bare broker's subscriber (one MQTT connection). Its
  * waits are in the latency rows of both sides; beside a hog, the side with more receiving work waits more. No target.
  */
-function receivingFigures (what: string, ours: SchedWindow | undefined, ref: SchedWindow | undefined, refName: string, readings: { ours: number, ref: number }): Figure[] {
+function receivingFigures (what: string, ours: SchedWindow | undefined, ref: SchedWindow | undefined, refName: string, readings: { ours: number, ref: number }, receivers = 'viewers'): Figure[] {
   if (ours === undefined || readings.ours <= 0) return []
   const refValue = (v: number | undefined): { name: string, value: number } | undefined => ref === undefined || v === undefined || readings.ref <= 0 ? undefined : { name: refName, value: v / readings.ref }
-  const figures = [figure(`receiving side (viewers against the reference's subscriber), CPU per reading, ${what}`, ours.cpuUs / readings.ours, 'µs', refValue(ref?.cpuUs))]
+  const figures = [figure(`receiving side (${receivers} against the reference's subscriber), CPU per reading, ${what}`, ours.cpuUs / readings.ours, 'µs', refValue(ref?.cpuUs))]
   if (ours.mainRunDelayUs !== undefined) {
     figures.push(figure(`receiving side, main thread waiting for a core per reading, ${what}`, ours.mainRunDelayUs / readings.ours, 'µs', refValue(ref?.mainRunDelayUs)))
   }
@@ -349,10 +353,12 @@ function receivingFigures (what: string, ours: SchedWindow | undefined, ref: Sch
 
 /**
  * Bare Aedes + sync batch against bare Aedes (what storing before
- * acknowledging and publishing costs on this disk and these cores, with the
- * least work around it), and hr-relay against it (what is hr-relay's own:
- * authentication, decoding, rollups, the API, a WebSocket per user). No
- * target: they say how much of a gap durability alone makes.
+ * acknowledging and publishing, and a connection per device, cost on this disk
+ * and these cores, with the least work around them), and hr-relay against it
+ * (what is hr-relay's own: authentication, decoding, rollups, the API). Its
+ * receiving side (a subscriber per device) against bare Aedes's one subscriber:
+ * so that a slower receiver is not read as a slower server. No target: they say
+ * how much of a gap the job itself makes.
  */
 function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bare: RefDelivery, bareName = 'bare Aedes'): Figure[] {
   const name = 'bare Aedes + sync batch'
@@ -360,7 +366,8 @@ function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bar
     figure(`${name}: p50 publish→subscriber, ${what}`, durable.summary.p50, 'ms', { name: bareName, value: bare.summary.p50 }),
     figure(`${name}: p99 publish→subscriber, ${what}`, durable.summary.p99, 'ms', { name: bareName, value: bare.summary.p99 }),
     figure(`hr-relay p99 publish→WebSocket against ${name}, ${what}`, ours.summary.p99, 'ms', { name, value: durable.summary.p99 }),
-    ...stallFigures(`${name}, ${what}`, durable.stalls, bare.stalls, bareName, { ours: durable.expected, ref: bare.expected })
+    ...stallFigures(`${name}, ${what}`, durable.stalls, bare.stalls, bareName, { ours: durable.expected, ref: bare.expected }),
+    ...receivingFigures(`${name}, ${what}`, durable.receiving, bare.receiving, `${bareName}'s subscriber`, { ours: durable.expected, ref: bare.expected }, 'a subscriber per device')
   ]
 }
 
@@ -384,7 +391,7 @@ function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefi
 
 export const e2eLatency: Scenario = {
   name: 'e2e-latency',
-  reference: 'bare Aedes broker, one MQTT subscriber on the device topics, same generator and devices (the contention rows: under the same CPU hog)',
+  reference: 'bare Aedes broker, one MQTT subscriber on the device topics, same generator and devices (the contention rows: under the same CPU hog); full runs also bare Aedes + sync batch with a subscriber per device',
   fleetSize: quick => Math.max(...sizes(quick)),
   async run (ctx: Context): Promise<Outcome> {
     const windowMs = ctx.quick ? 1000 : 20_000
@@ -418,7 +425,8 @@ export const e2eLatency: Scenario = {
         try {
           const bare = await openAedes(refDevices, n)
           try {
-            // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and publishes.
+            // Full runs: bare Aedes + sync batch, the least work of a relay that stores before it acknowledges and
+            // publishes to each device's own subscriber.
             const sync = syncDevices === undefined ? undefined : await openAedes(syncDevices, n, {}, true)
             try {
               // Every window with the other sides stopped (their timers would run in it).
@@ -429,7 +437,7 @@ export const e2eLatency: Scenario = {
               ref = await alone(bare, all, windowMs)
               let syncFirst: RefDelivery | undefined
               if (sync !== undefined) {
-                ctx.log(`e2e-latency: ${n} devices through bare Aedes + sync batch (a LevelDB sync batch before each PUBACK)`)
+                ctx.log(`e2e-latency: ${n} devices through bare Aedes + sync batch (a LevelDB sync batch before each PUBACK, a subscriber per device)`)
                 syncFirst = await alone(sync, all, windowMs)
               }
               paired = await contentionRounds(ctx, { ours, ref: bare, ...(sync === undefined ? {} : { durable: sync }) }, n, rounds, hogWindowMs)
@@ -460,7 +468,7 @@ export const e2eLatency: Scenario = {
         lost += d.lost
         notes.push(`${n} devices: ${d.expected} readings sent in ${windowMs / 1000} s, ${d.received} received, ${report.unacked} without PUBACK, ${report.disconnects} disconnects; generator lag max ${report.maxLagMs.toFixed(1)} ms; reference lost ${ref.lost}`)
         notes.push(stallNote(`${n} devices`, first.stalls, ref.stalls))
-        if (durable !== undefined) notes.push(`bare Aedes + sync batch, ${n} devices: ${durable.expected} readings sent in ${windowMs / 1000} s, lost ${durable.lost} (beside the hog, over the rounds, ${paired.durable.reduce((sum, r) => sum + r.lost, 0)}); ${durable.perBatch === undefined ? 'no sync batch counted' : `${durable.perBatch.toFixed(2)} readings per sync batch over the server's life`}`)
+        if (durable !== undefined) notes.push(`bare Aedes + sync batch (a subscriber per device), ${n} devices: ${durable.expected} readings sent in ${windowMs / 1000} s, lost ${durable.lost} (beside the hog, over the rounds, ${paired.durable.reduce((sum, r) => sum + r.lost, 0)}); ${durable.perBatch === undefined ? 'no sync batch counted' : `${durable.perBatch.toFixed(2)} readings per sync batch over the server's life`}`)
         // Contention: every figure is of the median round (by p99 ratio); the rounds are in the notes.
         const hogged = paired.ours[paired.median] as Measured
         const refHogged = paired.ref[paired.median] as RefDelivery

@@ -9,8 +9,10 @@
 // forwards it: one record per reading (hr-relay writes four: the reading, its
 // minute and hour rollups, the latest), grouped as hr-relay groups them
 // (../lib/sync-batches.ts). Still no authentication,
-// decoding, rollups or API, and one subscriber socket. Bare Aedes → this is
-// what durability costs here; this → hr-relay is hr-relay's own work.
+// decoding, rollups or API. e2e-latency gives it a subscriber per device, as
+// hr-relay sends each reading to its user's own WebSocket (bare Aedes has one
+// subscriber for all). Bare Aedes → this is what durability and a connection
+// per user cost here; this → hr-relay is hr-relay's own work.
 import { createServer, type Server } from 'node:net'
 import { Aedes } from 'aedes'
 import { serve } from '../lib/proc.ts'
@@ -51,4 +53,7 @@ const runtime = runtimeRecorder()
 async function windowStart (): Promise<void> { runtime.start() }
 async function windowEnd (): Promise<RuntimeWindow> { return runtime.end() }
 
-serve({ start, stop, counts, windowStart, windowEnd, reset: stop })
+/** Clients connected to the broker now. */
+function clients (): number { return broker?.connectedClients ?? 0 }
+
+serve({ start, stop, counts, clients, windowStart, windowEnd, reset: stop })

@@ -74,3 +74,27 @@ t.test('bare ws + sync batch forwards a message only once it is stored', async t
   t.same(got, ['{"heart_rate":64}'])
   t.same(await server.call('counts'), { batches: 1, stored: 1 })
 })
+
+t.test('the reference subscriber per device: one connection a device, each on its own topic, QoS 0', async t => {
+  const broker = await Worker.start('workers/aedes-ref.ts')
+  const sub = await Worker.start('workers/mqtt-subscriber.ts')
+  t.teardown(async () => { await sub.stop(); await broker.stop() })
+  const port = await broker.call<number>('start', { durable: true })
+  const ids = ['pd0', 'pd1', 'pd2']
+  await sub.call('open', port, ids, true)
+  t.equal(await broker.call('clients'), 3, 'three subscriber connections')
+  await sub.call('start')
+  const pub = await connected(port, 'per-device-pub')
+  t.teardown(async () => { await pub.endAsync(true) })
+  for (const [i, id] of [...ids, 'not-subscribed'].entries()) {
+    await pub.publishAsync(`hr-relay/v1/devices/${id}/heart_rate`, `{"measured_at":${1000 + i},"heart_rate":${60 + i}}`, { qos: 1 })
+  }
+  // The acknowledged readings are forwarded; the subscriber has them once their count is reached.
+  while (await sub.call<number>('count') < 3) await new Promise(resolve => setImmediate(resolve))
+  const r = await sub.call<{ labels: Record<string, number>, measuredAt: Record<string, number>, garbage: number }>('collect')
+  t.same(Object.values(r.labels).sort(), [0, 1, 2], 'each device once, by its index')
+  t.same(Object.values(r.measuredAt).sort(), [1000, 1001, 1002])
+  // A wildcard subscriber would have received the fourth reading and counted it as garbage.
+  t.equal(r.garbage, 0, 'nothing from a device it does not subscribe to')
+  t.same(await broker.call('counts'), { batches: 4, stored: 4 })
+})
