@@ -360,14 +360,14 @@ function receivingFigures (what: string, ours: SchedWindow | undefined, ref: Sch
  * so that a slower receiver is not read as a slower server. No target: they say
  * how much of a gap the job itself makes.
  */
-function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bare: RefDelivery, bareName = 'bare Aedes'): Figure[] {
+function durableFigures (what: string, ours: Delivery, durable: RefDelivery, bare: RefDelivery, bareName = 'bare Aedes', bareReceiver = 'bare Aedes\'s subscriber'): Figure[] {
   const name = 'bare Aedes + sync batch'
   return [
     figure(`${name}: p50 publish→subscriber, ${what}`, durable.summary.p50, 'ms', { name: bareName, value: bare.summary.p50 }),
     figure(`${name}: p99 publish→subscriber, ${what}`, durable.summary.p99, 'ms', { name: bareName, value: bare.summary.p99 }),
     figure(`hr-relay p99 publish→WebSocket against ${name}, ${what}`, ours.summary.p99, 'ms', { name, value: durable.summary.p99 }),
     ...stallFigures(`${name}, ${what}`, durable.stalls, bare.stalls, bareName, { ours: durable.expected, ref: bare.expected }),
-    ...receivingFigures(`${name}, ${what}`, durable.receiving, bare.receiving, `${bareName}'s subscriber`, { ours: durable.expected, ref: bare.expected }, 'a subscriber per device')
+    ...receivingFigures(`${name}, ${what}`, durable.receiving, bare.receiving, bareReceiver, { ours: durable.expected, ref: bare.expected }, 'a subscriber per device')
   ]
 }
 
@@ -481,7 +481,7 @@ export const e2eLatency: Scenario = {
         contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, roundsLost, 'readings', undefined, { text: 'zero lost', met: roundsLost === 0 }))
         contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, refHogged.stalls, hogRefName, { ours: h.expected, ref: refHogged.expected }))
         contention.push(...receivingFigures(`contention, ${n} devices`, hogged.receiving, refHogged.receiving, 'bare Aedes\'s subscriber, same hog', { ours: h.expected, ref: refHogged.expected }))
-        if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, refHogged, hogRefName))
+        if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, refHogged, hogRefName, 'bare Aedes\'s subscriber, same hog'))
         if (niced !== undefined) {
           // The installed box: hr-relay at the unit's Nice= beside the same hog, against itself at nice 0 (the
           // median round). No target (the target's reference, bare Aedes, ran at nice 0).
