@@ -1,7 +1,6 @@
 // `hr-relay admin ...`: talks to the running server over loopback with the
 // admin token, because LevelDB allows one process per data directory. The
 // server records its address in <data-dir>/server.json.
-import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { ServerInfo } from './main.ts'
@@ -124,6 +123,8 @@ export function addAdminCommands (commands: AdminCommand[]): void {
 
 export async function serverFor (dataDir: string): Promise<{ info: ServerInfo, token: string }> {
   const dir = resolve(dataDir)
+  // Loaded here, not with the module: `hr-relay --help` never needs it.
+  const { readFile } = await import('node:fs/promises')
   let info: ServerInfo
   try {
     info = JSON.parse(await readFile(serverInfoFile(dir), 'utf8')) as ServerInfo

@@ -2,7 +2,6 @@
 // needs when it runs (dynamic import): `--help` and `admin ...` never load
 // Fastify, Aedes, LevelDB, BLE, serial or the simulator.
 import { parseArgs } from 'node:util'
-import v8 from 'node:v8'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 import type { ServiceHooks } from './main.ts'
 
@@ -59,13 +58,21 @@ async function start (argv: string[], io: CliStreams): Promise<number> {
   })
   const service = await startService(config, { hooks: START_HOOKS.map(make => make()) })
   // Once the start's allocations are done: the bound applies from the settling collection on.
-  const settle = setTimeout(() => { boundHeapGrowth(); void settleHeap() }, SETTLE_AFTER_MS).unref()
+  // node:v8 is imported here, not with the module: `--help` and `admin …` never need it (~4 ms of their start).
+  const log = service.services.log
+  const settle = setTimeout(() => {
+    import('node:v8').then(v8 => {
+      const bound = boundHeapGrowth(process.execArgv, v8.default.setFlagsFromString)
+      log.debug({ heap_growing_percent: bound ? HEAP_GROWING_PERCENT : 'node\'s own' }, 'heap growth set; settling the heap')
+      return settleHeap()
+    }).catch((err: unknown) => { log.warn({ err }, 'could not bound the heap growth') })
+  }, SETTLE_AFTER_MS).unref()
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return
     stopping = true
     clearTimeout(settle)
-    service.services.log.info({ signal }, 'stopping')
+    log.info({ signal }, 'stopping')
     service.close().then(() => process.exit(0), () => process.exit(1))
   }
   process.on('SIGINT', () => { stop('SIGINT') })
@@ -90,11 +97,11 @@ export const HEAP_GROWING_PERCENT = 50
  * `start` sets it a second after the start, just before the settling
  * collection below, so that the start's own allocations run as before (idle
  * RSS unchanged) and the trigger after that collection is the first bounded
- * one. Set at run time (`v8.setFlagsFromString`; V8 reads the flag each time
- * it sets a trigger). A `--heap-growing-percent` given to node by the
+ * one. Set at run time (`setFlags`: v8.setFlagsFromString; V8 reads the flag
+ * each time it sets a trigger). A `--heap-growing-percent` given to node by the
  * operator is kept. Returns whether it set the flag.
  */
-export function boundHeapGrowth (execArgv: readonly string[] = process.execArgv, setFlags: (flags: string) => void = v8.setFlagsFromString): boolean {
+export function boundHeapGrowth (execArgv: readonly string[], setFlags: (flags: string) => void): boolean {
   if (execArgv.some(a => /^--heap[-_]growing[-_]percent(=|$)/.test(a))) return false
   setFlags(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
   return true

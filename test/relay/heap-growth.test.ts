@@ -5,8 +5,12 @@
 // fixed live set, set at run time against a fixed 4x.
 import t from 'tap'
 import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { HEAP_GROWING_PERCENT, boundHeapGrowth } from '../../relay/cli.ts'
+import { BIN } from '../helpers/cli.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -29,8 +33,9 @@ t.test('boundHeapGrowth sets --heap-growing-percent, unless node was given one',
 // moment); the bound one then calls boundHeapGrowth as if node had been given none, which sets 1.5x at run time.
 const CHURN = `
 import { PerformanceObserver, constants } from 'node:perf_hooks'
+import v8 from 'node:v8'
 import { boundHeapGrowth } from './relay/cli.ts'
-if (process.argv.includes('bound') && !boundHeapGrowth([])) throw new Error('not set')
+if (process.argv.includes('bound') && !boundHeapGrowth([], v8.setFlagsFromString)) throw new Error('not set')
 let major = 0
 const obs = new PerformanceObserver(list => { for (const e of list.getEntries()) if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) major++ })
 obs.observe({ entryTypes: ['gc'] })
@@ -62,4 +67,44 @@ t.test('set at run time, the bound makes full collections come several times as 
   const [bound, unbounded] = await Promise.all([fullCollections('bound'), fullCollections('default')])
   t.ok(bound >= 2 * unbounded, `${bound} full collections with the bound, ${unbounded} at 4x`)
   t.ok(unbounded >= 1, 'the churn fills even a 4x heap')
+})
+
+/**
+ * `hr-relay start` as a process, node given `nodeArgs`: the heap_growing_percent its debug log says it set a
+ * second after the start (read from its output as it comes), then stopped with SIGINT; its exit code.
+ */
+async function startedGrowth (t: { teardown (fn: () => unknown): void }, nodeArgs: string[]): Promise<{ growth: unknown, code: number | null }> {
+  const dir = await mkdtemp(join(tmpdir(), 'hr-heap-growth-'))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  const child = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--data-dir', dir, '--host', '127.0.0.1', '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {
+    env: { ...process.env, HR_RELAY_BLE: '0', HR_RELAY_LOG_LEVEL: 'debug' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const closed = new Promise<number | null>(resolve => child.on('close', resolve))
+  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
+  let out = ''
+  let err = ''
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { err += c })
+  const growth = await new Promise<unknown>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      out += c
+      const lines = out.split('\n')
+      const line = lines.find(l => l.includes('"heap growth set'))
+      if (line !== undefined) resolve((JSON.parse(line) as { heap_growing_percent?: unknown }).heap_growing_percent)
+      const failed = lines.find(l => l.includes('"could not bound the heap growth'))
+      if (failed !== undefined) reject(new Error(failed))
+    })
+    void closed.then(code => { reject(new Error(`hr-relay start exited ${code} before it set the heap growth: ${err}${out.slice(-2000)}`)) })
+  })
+  child.kill('SIGINT')
+  return { growth, code: await closed }
+}
+
+t.test('hr-relay start sets the bound a second after the start, and keeps a --heap-growing-percent given to node', async t => {
+  const plain = await startedGrowth(t, [])
+  t.equal(plain.growth, HEAP_GROWING_PERCENT)
+  t.equal(plain.code, 0, 'stopped cleanly')
+  const own = await startedGrowth(t, ['--heap-growing-percent=300'])
+  t.equal(own.growth, "node's own")
+  t.equal(own.code, 0, 'stopped cleanly')
 })
