@@ -474,14 +474,15 @@ export const e2eLatency: Scenario = {
         const refHogged = paired.ref[paired.median] as RefDelivery
         const h = hogged.d
         const hogRefName = 'bare Aedes, same hog'
+        const hogReceiverName = 'bare Aedes\'s subscriber, same hog'
         contention.push(figure(`contention: p50 publish→WebSocket beside a CPU hog, ${n} devices`, h.summary.p50, 'ms', { name: hogRefName, value: refHogged.summary.p50 }))
         contention.push(figure(`contention: p99 publish→WebSocket beside a CPU hog, ${n} devices`, h.summary.p99, 'ms', { name: hogRefName, value: refHogged.summary.p99 },
           { text: 'p99 <= 3x reference under the same hog (the median of paired rounds)', met: h.summary.p99 <= 3 * refHogged.summary.p99 }))
         const roundsLost = paired.ours.reduce((sum, m) => sum + m.d.lost, 0)
         contention.push(figure(`contention: readings lost beside a CPU hog, ${n} devices`, roundsLost, 'readings', undefined, { text: 'zero lost', met: roundsLost === 0 }))
         contention.push(...stallFigures(`contention, ${n} devices`, hogged.stalls, refHogged.stalls, hogRefName, { ours: h.expected, ref: refHogged.expected }))
-        contention.push(...receivingFigures(`contention, ${n} devices`, hogged.receiving, refHogged.receiving, 'bare Aedes\'s subscriber, same hog', { ours: h.expected, ref: refHogged.expected }))
-        if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, refHogged, hogRefName, 'bare Aedes\'s subscriber, same hog'))
+        contention.push(...receivingFigures(`contention, ${n} devices`, hogged.receiving, refHogged.receiving, hogReceiverName, { ours: h.expected, ref: refHogged.expected }))
+        if (durable?.hogged !== undefined) contention.push(...durableFigures(`beside a CPU hog, ${n} devices`, h, durable.hogged, refHogged, hogRefName, hogReceiverName))
         if (niced !== undefined) {
           // The installed box: hr-relay at the unit's Nice= beside the same hog, against itself at nice 0 (the
           // median round). No target (the target's reference, bare Aedes, ran at nice 0).

@@ -14,7 +14,8 @@ export interface Pause { t: number, ms: number, kind: number }
 export interface Batch { start: number, end: number, ops: number, sync: boolean }
 export interface Trace { argv: string, ticks: Tick[], gc: Pause[], batches: Batch[] }
 
-export interface Stall { tick: Tick, batches: Batch[], gc: Pause[] }
+/** A tick later than the threshold; `since` is when it was due (epoch ms), and what overlapped since then. */
+export interface Stall { tick: Tick, since: number, batches: Batch[], gc: Pause[] }
 export interface Segment {
   from: number
   to: number
@@ -80,6 +81,7 @@ export function segments (trace: Trace, stallMs: number, minMs = 1000): Segment[
       const since = tick.t - tick.lateMs - 5
       stalls.push({
         tick,
+        since,
         batches: trace.batches.filter(b => b.end >= since && b.start <= tick.t),
         gc: trace.gc.filter(g => g.t + g.ms >= since && g.t <= tick.t)
       })
@@ -114,8 +116,7 @@ export function report (trace: Trace, stallMs: number): string {
       `${clock(s.from)}–${clock(s.to)} (${((s.to - s.from) / 1000).toFixed(1)} s): main thread on a core ${pct(s.run)}, without one ${pct(s.wait)}; ` +
       `timer late p99 ${s.lateP99Ms.toFixed(1)} ms, worst ${s.lateMaxMs.toFixed(1)} ms; GC ${s.gcMs.toFixed(0)} ms in ${s.gcPauses} pauses; ` +
       `${s.syncBatches} sync batches, ${s.opsPerSecond.toFixed(0)} ops/s, batch call → callback p50 ${s.batchP50Ms.toFixed(1)} / p99 ${s.batchP99Ms.toFixed(1)} / worst ${s.batchMaxMs.toFixed(1)} ms`)
-    for (const { tick, batches, gc } of s.stalls) {
-      const since = tick.t - tick.lateMs - 5
+    for (const { tick, since, batches, gc } of s.stalls) {
       const rel = (t: number): string => (t - since).toFixed(0)
       lines.push(`  stall at ${clock(tick.t)}: ${tick.lateMs.toFixed(1)} ms late; in its last tick the main thread ran ${(tick.runUs / 1000).toFixed(1)} ms and waited ${(tick.waitUs / 1000).toFixed(1)} ms for a core`)
       lines.push(`    batches (ms from the tick's due time): ${batches.map(b => `${rel(b.start)}..${rel(b.end)} ${b.ops} ops${b.sync ? '' : ' (no sync)'}`).join(', ') || 'none'}`)

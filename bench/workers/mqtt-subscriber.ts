@@ -9,7 +9,8 @@ import { parseDeviceTopic } from '../../firmware-protocol/mqtt.ts'
 import { now, serve } from '../lib/proc.ts'
 import type { Receipts } from './ws-viewers.ts'
 
-let client: MqttClient | null = null
+/** Its connections: the one subscriber, or one per device. */
+let clients: MqttClient[] = []
 let index = new Map<string, number>()
 let labels: number[] = []
 let measured: number[] = []
@@ -18,11 +19,9 @@ let times: number[] = []
 let garbage = 0
 let recording = false
 
-/** The connections of open(…, true), one per device. */
-let perDeviceClients: MqttClient[] = []
-
 async function connected (port: number, clientId: string, keepalive?: number): Promise<MqttClient> {
   const c = mqtt.connect({ host: '127.0.0.1', port, clientId, clean: true, reconnectPeriod: 0, ...(keepalive === undefined ? {} : { keepalive }) })
+  clients.push(c)
   await new Promise<void>((resolve, reject) => { c.once('connect', () => { resolve() }); c.once('error', reject) })
   c.on('message', onMessage)
   return c
@@ -31,7 +30,7 @@ async function connected (port: number, clientId: string, keepalive?: number): P
 async function open (port: number, deviceIds: string[], perDevice = false): Promise<void> {
   index = new Map(deviceIds.map((id, i) => [id, i]))
   if (!perDevice) {
-    client = await connected(port, 'bench-ref-subscriber')
+    const client = await connected(port, 'bench-ref-subscriber')
     await client.subscribeAsync('hr-relay/v1/devices/+/heart_rate', { qos: 1 })
     return
   }
@@ -39,7 +38,6 @@ async function open (port: number, deviceIds: string[], perDevice = false): Prom
   for (let i = 0; i < deviceIds.length; i += 100) {
     await Promise.all(deviceIds.slice(i, i + 100).map(async id => {
       const c = await connected(port, `bench-ref-subscriber-${id}`, 0)
-      perDeviceClients.push(c)
       await c.subscribeAsync(`hr-relay/v1/devices/${id}/heart_rate`, { qos: 0 })
     }))
   }
@@ -74,10 +72,9 @@ function collect (): Receipts {
 function count (): number { return times.length }
 
 async function close (): Promise<void> {
-  await client?.endAsync(true)
-  client = null
-  await Promise.all(perDeviceClients.map(async c => { await c.endAsync(true) }))
-  perDeviceClients = []
+  const all = clients
+  clients = []
+  await Promise.all(all.map(async c => { await c.endAsync(true) }))
 }
 
 serve({ open, start, count, peek, collect, close, reset: close })
