@@ -4,11 +4,15 @@
 // exit (or to GET /health 200), against `node -e 0` measured in the same run
 // (each command's runs alternate with runs of `node -e 0`):
 // `hr-relay --help`, `hr-relay admin user list` against a running service,
-// and `hr-relay start --no-demo` until /health answers 200.
+// and `hr-relay start --no-demo` until /health answers 200. The admin command
+// is timed once more beside a CPU hog (one busy process per core, as the
+// contention rounds of e2e-latency use), against `node -e 0` beside the same
+// hog: an operator types it on a box that is busy.
 import { spawn } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { BenchFailure } from './lib/errors.ts'
+import { startHog } from './lib/hog.ts'
 import { figure } from './lib/results.ts'
 import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
 import { ROOT, startServer, tempDir } from './lib/server.ts'
@@ -84,6 +88,7 @@ export const startup: Scenario = {
   reference: '`node -e 0` (a bare node start), median of the same number of runs in the same run',
   async run (ctx: Context): Promise<Outcome> {
     const n = ctx.quick ? 3 : 20
+    const nHog = ctx.quick ? 2 : 10
     const nStart = ctx.quick ? 2 : 10
     const notes: string[] = []
     // The installed box runs dist/; build it when bin/hr-relay.cjs would fall back to the sources.
@@ -104,9 +109,20 @@ export const startup: Scenario = {
     const server = await startServer()
     let admin: number
     let bareAdmin: number
+    let hogAdmin: number
+    let hogBare: number
+    let hogProcesses: number
     try {
       await server.admin('POST', '/admin/users', { username: 'startup', password: 'startup-password' })
-      ;[bareAdmin, admin] = await interleaved(n, [bareRun, { args: [BIN, 'admin', 'user', 'list', '--data-dir', server.dataDir], check: r => ok(r) && r.stdout.startsWith('startup\t') }]) as [number, number]
+      const adminRun = { args: [BIN, 'admin', 'user', 'list', '--data-dir', server.dataDir], check: (r: Run) => ok(r) && r.stdout.startsWith('startup\t') }
+      ;[bareAdmin, admin] = await interleaved(n, [bareRun, adminRun]) as [number, number]
+      const hog = startHog()
+      hogProcesses = hog.processes
+      try {
+        ;[hogBare, hogAdmin] = await interleaved(nHog, [bareRun, adminRun]) as [number, number]
+      } finally {
+        await hog.stop()
+      }
     } finally {
       await server.stop()
     }
@@ -116,10 +132,12 @@ export const startup: Scenario = {
     const start = summarize(starts).p50
     const ref = { name: 'node -e 0', value: bare }
     notes.push(`${n} runs each of --help and admin user list, each in turn with a run of node -e 0 (its median beside admin: ${bareAdmin.toFixed(0)} ms); ${nStart} starts, each on a fresh data directory (start: ${starts.map(s => s.toFixed(0)).join(', ')} ms)`)
+    notes.push(`beside a CPU hog: ${hogProcesses} busy processes (node -e 'for(;;){}', one per core) while ${nHog} runs of admin user list alternate with ${nHog} of node -e 0; the service it asks runs beside the same hog`)
     return {
       figures: [
         figure(`hr-relay --help, median of ${n}`, help, 'ms', ref, { text: '<= 150 ms', met: help <= 150 }),
         figure(`hr-relay admin user list against a running service, median of ${n}`, admin, 'ms', { name: 'node -e 0', value: bareAdmin }, { text: '<= 400 ms', met: admin <= 400 }),
+        figure(`hr-relay admin user list beside a CPU hog, median of ${nHog}`, hogAdmin, 'ms', { name: 'node -e 0, same hog', value: hogBare }),
         figure(`hr-relay start --no-demo to GET /health 200, median of ${nStart}`, start, 'ms', ref, { text: '<= 1,500 ms', met: start <= 1500 }),
         figure(`node -e 0, median of ${n} (in turn with --help)`, bare, 'ms')
       ],
