@@ -88,7 +88,8 @@ async function startedGrowth (t: { teardown (fn: () => unknown): void }, nodeArg
   const growth = await new Promise<unknown>((resolve, reject) => {
     child.stdout.setEncoding('utf8').on('data', (c: string) => {
       out += c
-      const lines = out.split('\n')
+      // Whole lines only: a chunk may end inside one.
+      const lines = out.split('\n').slice(0, -1)
       const line = lines.find(l => l.includes('"heap growth set'))
       if (line !== undefined) resolve((JSON.parse(line) as { heap_growing_percent?: unknown }).heap_growing_percent)
       const failed = lines.find(l => l.includes('"could not bound the heap growth'))
