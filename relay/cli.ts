@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 import type { ServiceHooks } from './main.ts'
+import { keepTickObjectMaps } from './tick-maps.ts'
 
 /** Built when printed: other folders register admin commands and subcommands at load time. */
 function usage (): string {
@@ -26,6 +27,8 @@ export const SUBCOMMANDS: Record<string, SubcommandRunner> = {}
 export const START_HOOKS: Array<() => ServiceHooks> = []
 
 async function start (argv: string[], io: CliStreams): Promise<number> {
+  // Before any collection of the start can free them (relay/tick-maps.ts).
+  void keepTickObjectMaps()
   let values
   try {
     ({ values } = parseArgs({
@@ -64,7 +67,7 @@ async function start (argv: string[], io: CliStreams): Promise<number> {
     import('node:v8').then(v8 => {
       const bound = boundHeapGrowth(process.execArgv, v8.default.setFlagsFromString)
       log.debug({ heap_growing_percent: bound ? HEAP_GROWING_PERCENT : 'node\'s own' }, 'heap growth set; settling the heap')
-      return settleHeap()
+      return settleHeap().then(() => { log.debug('heap settled') })
     }).catch((err: unknown) => { log.warn({ err }, 'could not bound the heap growth') })
   }, SETTLE_AFTER_MS).unref()
   let stopping = false
@@ -128,7 +131,9 @@ async function settleHeap (): Promise<void> {
     const session = new Session()
     session.connect()
     // Disconnecting inside the callback deadlocks (it runs within the session's dispatch): on the next turn.
-    session.post('HeapProfiler.collectGarbage', () => { setImmediate(() => { session.disconnect() }) })
+    await new Promise<void>(resolve => {
+      session.post('HeapProfiler.collectGarbage', () => { setImmediate(() => { session.disconnect(); resolve() }) })
+    })
   } catch {}
 }
 

@@ -16,6 +16,9 @@
 //                     _removedConnection, shouldKeepAlive, finished; the socket's _httpMessage
 //                     api/http/latest-lane.ts: the raw keep-alive answer, else writeHead
 //                     (test/api/http/latest-lane.test.ts counts the writeHead calls)
+//   node 20 async_hooks executionAsyncResource() in a nextTick callback is its queue entry
+//                     relay/tick-maps.ts: holds one so that nextTick's maps outlive idle collections
+//                     (test/relay/tick-maps.test.ts)
 import { createRequire } from 'node:module'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
