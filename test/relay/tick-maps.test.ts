@@ -14,6 +14,10 @@ import { keepTickObjectMaps } from '../../relay/tick-maps.ts'
 import { BIN } from '../helpers/cli.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+// The children run without coverage, as the service does: tap's coverage puts V8 in precise-coverage mode, where
+// this feedback is megamorphic whatever the service does (checked: `hr-relay start` with tap's import and coverage
+// on, with and without a CPU hog). tap adds its import to every node it sees spawned; this turns its coverage off.
+const CHILD_ENV: NodeJS.ProcessEnv = { ...process.env, _TAPJS_PROCESSINFO_COVERAGE_: '0' }
 
 /**
  * A file for a child's stdout, read once the child has exited. %DebugPrint writes through C's stdio, which flushes
@@ -70,7 +74,7 @@ process.stderr.write(JSON.stringify({ sameMap }))
 
 async function child (t: { teardown (fn: () => unknown): void }, mode: 'keep' | 'plain'): Promise<{ slots: string[], sameMap: boolean | null }> {
   const out = await stdoutFile(t)
-  const c = spawn(process.execPath, ['--allow-natives-syntax', '--import=./scripts/ts-loader.mjs', '--input-type=module', '-e', CHILD, mode], { cwd: ROOT, stdio: ['ignore', out.fd, 'pipe'] })
+  const c = spawn(process.execPath, ['--allow-natives-syntax', '--import=./scripts/ts-loader.mjs', '--input-type=module', '-e', CHILD, mode], { cwd: ROOT, env: CHILD_ENV, stdio: ['ignore', out.fd, 'pipe'] })
   let err = ''
   c.stderr?.setEncoding('utf8').on('data', (d: string) => { err += d })
   const code = await new Promise<number | null>(resolve => c.on('close', resolve))
@@ -97,7 +101,7 @@ t.test('hr-relay start keeps nextTick monomorphic through its settling collectio
   await writeFile(preload, "process.on('SIGUSR2', () => { new Function('f', '%DebugPrint(f)')(process.nextTick); process.stderr.write('printed\\n') })\n")
   const out = await stdoutFile(t)
   const child = spawn(process.execPath, ['--allow-natives-syntax', '-r', preload, BIN, 'start', '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {
-    env: { ...process.env, HR_RELAY_BLE: '0', HR_RELAY_LOG_LEVEL: 'debug' },
+    env: { ...CHILD_ENV, HR_RELAY_BLE: '0', HR_RELAY_LOG_LEVEL: 'debug' },
     stdio: ['ignore', out.fd, 'pipe']
   })
   const closed = new Promise<number | null>(resolve => child.on('close', resolve))
