@@ -7,23 +7,24 @@
 // polymorphic state: the first map it sees other than the one it recorded
 // turns it megamorphic for good, and from then on each nextTick defines its
 // properties in the runtime instead of in compiled code. V8 holds those maps
-// only weakly (from the transitions and from that feedback) and keeps a map it
-// has used alive for two more full collections, so three full collections
-// while no entry is queued free them, and the next nextTick makes new ones,
-// which the feedback takes for a second map. In `hr-relay start` the
-// settling collection a second after the start (settleHeap in cli.ts, up to
-// seven collections in a row) did this every time; otherwise an idle spell
-// with V8's memory reducer does it, on a box at night. Every socket write, stream end and HTTP answer calls
-// nextTick a few times: the runtime path was 7.7 % of the service's samples
-// under the latest-http load (none of bare Fastify's, which never collects at
-// idle), and keeping one entry alive took 8-19 % off its CPU per answer
-// (bench/HISTORY.md). Holding one entry keeps its map and, through each map's
-// back pointer to the one before it, the whole chain: later entries get the
-// same maps and the feedback stays monomorphic.
+// only weakly (from the transitions and from that feedback) and keeps a map
+// it has used alive for two more full collections (--retain-maps-for-n-gc=2),
+// so a memory-reducing collection (several full ones in a row) while no entry
+// is queued frees them, and the next nextTick makes new ones, which the
+// feedback takes for a second map. In `hr-relay start` the settling
+// collection a second after the start (settleHeap in cli.ts) did this every
+// time; otherwise V8's memory reducer does it after an idle spell, on a box
+// at night. Every socket write, stream end and HTTP answer calls nextTick a
+// few times: the runtime path was 7.7 % of the service's samples under the
+// latest-http load (none of bare Fastify's, which did not collect at idle in
+// the bench), and keeping one entry alive took 8-19 % off its CPU per answer
+// (bench/README.md, "What changed"). Holding one entry keeps its map and,
+// through each map's back pointer to the one before it, the whole chain:
+// later entries get the same maps and the feedback stays monomorphic.
 //
 // In a nextTick callback, async_hooks' executionAsyncResource() is that
-// callback's queue entry (Node 20 and 22). Should a Node change that, this
-// holds some other object and only the speed is lost (test/relay/tick-maps.test.ts
+// callback's queue entry (Node 20). Should a Node change that, this holds
+// some other object and only the speed is lost (test/relay/tick-maps.test.ts
 // checks it on the Node that runs the tests).
 import { executionAsyncResource } from 'node:async_hooks'
 

@@ -47,9 +47,9 @@ t.test('the entry held is the nextTick queue entry of its callback', async t => 
 })
 
 // nextTick runs often enough to have feedback, nothing is queued, and the memory-reducing collection that
-// settleHeap (relay/cli.ts) asks for runs: several full collections in a row, as V8's memory reducer does after an
-// idle spell (a plain gc() or two does not always free the maps: V8 keeps a map it has used alive for
-// --retain-maps-for-n-gc=2 more). Then nextTick runs again. `keep` holds an entry first.
+// settleHeap (relay/cli.ts) asks for runs, as V8's memory reducer does after an idle spell: several full collections
+// in a row (V8 keeps a map it has used alive for --retain-maps-for-n-gc=2 more; a gc() or two did not always free
+// them). Then nextTick runs again. `keep` holds an entry first.
 const CHILD = `
 import { createHook } from 'node:async_hooks'
 import { Session } from 'node:inspector'
