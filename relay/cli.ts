@@ -124,7 +124,7 @@ const SETTLE_AFTER_MS = 1000
  * (bench/HISTORY.md, footprint). Nothing changes when it cannot run (a Node
  * built without the inspector): it is only the reducer's work done earlier.
  */
-async function settleHeap (): Promise<void> {
+export async function settleHeap (): Promise<void> {
   try {
     if (process.features.inspector !== true) return
     const { Session } = await import('node:inspector')

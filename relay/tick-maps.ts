@@ -28,16 +28,13 @@
 // checks it on the Node that runs the tests).
 import { executionAsyncResource } from 'node:async_hooks'
 
-let kept: object | undefined
+/** Settled with the entry, this module-level promise is what holds it. */
 let keeping: Promise<object> | undefined
 
 /** Holds one of process.nextTick's queue entries for the life of the process (once); resolves to it. */
 export function keepTickObjectMaps (): Promise<object> {
   keeping ??= new Promise(resolve => {
-    process.nextTick(() => {
-      kept = executionAsyncResource()
-      resolve(kept)
-    })
+    process.nextTick(() => { resolve(executionAsyncResource()) })
   })
   return keeping
 }

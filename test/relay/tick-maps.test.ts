@@ -46,22 +46,20 @@ t.test('the entry held is the nextTick queue entry of its callback', async t => 
   t.equal(Object.getOwnPropertySymbols(entry).length, 2, 'its async id and trigger id')
 })
 
-// nextTick runs often enough to have feedback, nothing is queued, and the memory-reducing collection that
-// settleHeap (relay/cli.ts) asks for runs, as V8's memory reducer does after an idle spell: several full collections
-// in a row (V8 keeps a map it has used alive for --retain-maps-for-n-gc=2 more; a gc() or two did not always free
+// nextTick runs often enough to have feedback, nothing is queued, and the service's own settleHeap (relay/cli.ts)
+// runs its memory-reducing collection, as V8's memory reducer does after an idle spell: several full collections in
+// a row (V8 keeps a map it has used alive for --retain-maps-for-n-gc=2 more; a gc() or two did not always free
 // them). Then nextTick runs again. `keep` holds an entry first.
 const CHILD = `
 import { createHook } from 'node:async_hooks'
-import { Session } from 'node:inspector'
+import { settleHeap } from './relay/cli.ts'
 import { keepTickObjectMaps } from './relay/tick-maps.ts'
 const idle = () => new Promise(resolve => setImmediate(resolve))
 for (let i = 0; i < 2000; i++) process.nextTick(() => {}, i % 2 === 0 ? 1 : undefined)
 await idle()
 const kept = process.argv.includes('keep') ? await keepTickObjectMaps() : undefined
 await idle()
-const session = new Session()
-session.connect()
-await new Promise(resolve => { session.post('HeapProfiler.collectGarbage', () => { setImmediate(() => { session.disconnect(); resolve() }) }) })
+await settleHeap()
 let fresh
 const hook = createHook({ init (id, type, trigger, resource) { if (type === 'TickObject' && fresh === undefined) fresh = resource } })
 hook.enable(); process.nextTick(() => {}); hook.disable()
