@@ -6,10 +6,35 @@
 // answered (as api/pipeline/ingest.ts does). A message's callback runs once
 // its batch is durable, so a reference that acknowledges or forwards in it
 // keeps hr-relay's "acknowledged means stored" and "publish after storage".
+//
+// BENCH_DURABLE_REF=journal makes a batch durable another way, to measure it
+// beside the LevelDB sync batch (bench/README.md, "The targets not met"): the
+// batch goes to LevelDB without sync and, at the same time, to a journal file
+// that was zero-filled and synced when the store opened, overwritten in place
+// with O_DSYNC. Its blocks are allocated and written before the first batch,
+// so a batch changes no metadata, and its fdatasync waits for no ext4
+// unwritten-extent conversion on a kernel worker, as an append does. The
+// journal wraps round when full: a real journal would be checkpointed before
+// its space is reused; this one only measures the disk path, and the store is
+// thrown away on close.
+import { closeSync, constants, fsyncSync, openSync, write as writeAt, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Level } from 'level'
+
+/** How a batch is made durable: a LevelDB sync batch (hr-relay's way), or a preallocated journal beside a LevelDB batch without sync. */
+export type DurableMode = 'sync' | 'journal'
+
+/** The mode BENCH_DURABLE_REF asks for ('sync' when unset); throws on any other value. */
+export function durableMode (value = process.env.BENCH_DURABLE_REF): DurableMode {
+  if (value === undefined || value === '' || value === 'sync') return 'sync'
+  if (value === 'journal') return 'journal'
+  throw new Error(`BENCH_DURABLE_REF=${value}: expected sync or journal`)
+}
+
+/** The journal's size: 64 MiB, about 20 s of 2,000 readings a second with their keys. */
+export const JOURNAL_BYTES = 64 << 20
 
 interface Waiting { key: string, value: Uint8Array, done: (err: Error | null) => void }
 
@@ -23,23 +48,28 @@ export class SyncBatches {
   private writing = false
   private seq = 0
 
-  private constructor (private readonly dir: string, private readonly db: Level<string, Uint8Array>) {}
+  /** Where the next batch goes in the journal. */
+  private journalAt = 0
+
+  /** `journal`: the journal's descriptor (O_DSYNC), or -1 in sync mode. */
+  private constructor (readonly dir: string, private readonly db: Level<string, Uint8Array>, private readonly journal: number) {}
 
   /** A fresh store in a temporary directory (removed by close). */
-  static async open (): Promise<SyncBatches> {
+  static async open (mode: DurableMode = durableMode()): Promise<SyncBatches> {
     const dir = await mkdtemp(join(tmpdir(), 'hr-relay-bench-durable-'))
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     await db.open()
-    return new SyncBatches(dir, db)
+    return new SyncBatches(dir, db, mode === 'journal' ? openJournal(join(dir, 'journal')) : -1)
   }
 
-  /** Stores `value` under `prefix` and a sequence number; `done` runs once a sync batch holds it. */
+  /** Stores `value` under `prefix` and a sequence number; `done` runs once its batch is durable. */
   add (prefix: string, value: Uint8Array, done: (err: Error | null) => void): void {
     this.pending.push({ key: `${prefix}!${String(this.seq++).padStart(12, '0')}`, value, done })
     this.write()
   }
 
   async close (): Promise<void> {
+    if (this.journal >= 0) closeSync(this.journal)
     await this.db.close()
     await rm(this.dir, { recursive: true, force: true })
   }
@@ -56,6 +86,50 @@ export class SyncBatches {
       this.write()
       for (const w of group) w.done(err)
     }
-    this.db.batch(ops, SYNC).then(() => { settle(null) }, (err: Error) => { settle(err) })
+    if (this.journal < 0) {
+      this.db.batch(ops, SYNC).then(() => { settle(null) }, (err: Error) => { settle(err) })
+      return
+    }
+    // Durable when both are done: the journal's write (O_DSYNC) and LevelDB's batch (which reads then see).
+    const record = journalRecord(group)
+    if (this.journalAt + record.length > JOURNAL_BYTES) this.journalAt = 0
+    const at = this.journalAt
+    this.journalAt += record.length
+    let left = 2
+    let failed: Error | null = null
+    const half = (err: Error | null): void => {
+      failed ??= err
+      if (--left === 0) settle(failed)
+    }
+    writeAt(this.journal, record, 0, record.length, at, err => { half(err) })
+    this.db.batch(ops).then(() => { half(null) }, (err: Error) => { half(err) })
   }
+}
+
+/** Creates the journal zero-filled and synced, so that every block of it is allocated and written; opens it with O_DSYNC. */
+function openJournal (path: string): number {
+  const zeros = Buffer.alloc(1 << 20)
+  const fd = openSync(path, 'w')
+  try {
+    for (let done = 0; done < JOURNAL_BYTES; done += zeros.length) writeSync(fd, zeros)
+    fsyncSync(fd)
+  } finally { closeSync(fd) }
+  return openSync(path, constants.O_RDWR | constants.O_DSYNC)
+}
+
+/** A batch as the journal holds it: for each record, its key's and value's lengths (32-bit little-endian), then both. */
+export function journalRecord (group: ReadonlyArray<{ key: string, value: Uint8Array }>): Buffer {
+  let size = 0
+  for (const w of group) size += 8 + Buffer.byteLength(w.key) + w.value.byteLength
+  const out = Buffer.allocUnsafe(size)
+  let at = 0
+  for (const w of group) {
+    const keyAt = at + 8
+    const keyEnd = keyAt + out.write(w.key, keyAt)
+    out.writeUInt32LE(keyEnd - keyAt, at)
+    out.writeUInt32LE(w.value.byteLength, at + 4)
+    out.set(w.value, keyEnd)
+    at = keyEnd + w.value.byteLength
+  }
+  return out
 }
