@@ -33,7 +33,7 @@ export function durableMode (value = process.env.BENCH_DURABLE_REF): DurableMode
   throw new Error(`BENCH_DURABLE_REF=${value}: expected sync or journal`)
 }
 
-/** The journal's size: 64 MiB, about 20 s of 2,000 readings a second with their keys. */
+/** The journal's size: 64 MiB, several minutes of the bench's 2,000 readings a second (about 100 bytes a record) before it wraps round. */
 export const JOURNAL_BYTES = 64 << 20
 
 interface Waiting { key: string, value: Uint8Array, done: (err: Error | null) => void }
