@@ -115,7 +115,9 @@ t.test('BENCH_DURABLE_REF=journal: a batch is done once the preallocated journal
   const journal = join(store.dir, 'journal')
   // Allocated and written in full before the first batch: a batch changes no metadata.
   t.equal(statSync(journal).size, JOURNAL_BYTES)
-  t.equal(statSync(journal).blocks * 512, JOURNAL_BYTES, 'every block allocated (not sparse)')
+  // At least its size in blocks: a filesystem may count metadata or preallocation beyond it (XFS, btrfs); a sparse file has fewer.
+  const allocated = statSync(journal).blocks * 512
+  t.ok(allocated >= JOURNAL_BYTES, `every block allocated, not sparse (${allocated} of ${JOURNAL_BYTES} bytes)`)
 
   const value = Buffer.from('{"heart_rate":72}')
   await new Promise<void>((resolve, reject) => { store.add('dev1', value, err => { if (err === null) resolve(); else reject(err) }) })
