@@ -5,10 +5,11 @@
 // who paused ingestion: acknowledged, never stored nor published, so no output
 // sees them); then readings that arrive while a write is
 // in flight (or within the same event-loop turn) form one group, written as a
-// single LevelDB batch with sync (one fsync per group). `submit` resolves only
-// after that write, so a source may acknowledge its sender (HTTP 200, MQTT
-// PUBACK) and the reading survives a kill -9. Stored readings are then
-// published to the live hub.
+// single LevelDB batch made durable once per group: by the store's write-ahead
+// journal (api/store/journal.ts, one O_DSYNC write) or, without one, by a sync
+// batch (one fsync). `submit` resolves only after that write, so a source may
+// acknowledge its sender (HTTP 200, MQTT PUBACK) and the reading survives a
+// kill -9 or a power cut. Stored readings are then published to the live hub.
 // Double buffering: while a group's batch is being written, the readings that
 // arrive are planned on top of it as they come (no store reads; a reading
 // that needs one makes the next group be planned after the write instead), so

@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level, type BatchOperation, type BatchOptions } from 'level'
 import type { BatchOp, Sub } from './sublevel.ts'
+import { Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type Recovered } from './journal.ts'
 import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
@@ -98,15 +99,72 @@ export const MIGRATIONS: Migration[] = [
  */
 const SYNC: BatchOptions<string, unknown> = Object.freeze({ sync: true })
 const NO_SYNC: BatchOptions<string, unknown> = Object.freeze({ sync: false })
+/** The options of a journaled batch: LevelDB without a sync, the journal with O_DSYNC (JournaledLevel._batch knows it by identity). */
+const JOURNALED: BatchOptions<string, unknown> = Object.freeze({ sync: false })
+
+/** The empty key range whose compaction is a memtable flush (LevelDB's CompactRange flushes the memtable first). */
+const FLUSH_START = '\uffff journal checkpoint 0'
+const FLUSH_END = '\uffff journal checkpoint 1'
+
+/** The journal's file in the data directory, beside LevelDB's directory. */
+export function journalPath (dataDir: string): string {
+  return join(dataDir, 'readings-journal')
+}
+
+/** classic-level's private batch method (abstract-level's implementer API) and its compactRange, which `level`'s types leave out. */
+interface LevelInternals {
+  _batch (operations: unknown[], options: BatchOptions<string, unknown>): Promise<void>
+  compactRange (start: string, end: string): Promise<void>
+}
+const levelBatch = (Level.prototype as unknown as LevelInternals)._batch
+
+/**
+ * classic-level with the journal in its private batch method, where abstract-level hands over the operations
+ * already prefixed and encoded: a journaled batch is written to the journal as LevelDB takes it, and to LevelDB
+ * without a sync, at the same time. It resolves when both have.
+ */
+class JournaledLevel extends Level<string, unknown> {
+  journal: Journal | undefined
+  /** LevelDB writes of journaled batches still in flight: a checkpoint's flush waits for them. */
+  readonly inflight = new Set<Promise<void>>()
+
+  async _batch (operations: JournalOp[], options: BatchOptions<string, unknown>): Promise<void> {
+    const journal = this.journal
+    if (options !== JOURNALED || journal === undefined) return await levelBatch.call(this, operations, options === JOURNALED ? SYNC : options)
+    const level = levelBatch.call(this, operations, NO_SYNC)
+    this.inflight.add(level)
+    void level.then(() => this.inflight.delete(level), () => this.inflight.delete(level))
+    const [wrote, written] = await Promise.allSettled([level, journal.append(operations)])
+    if (wrote.status === 'rejected') {
+      // In the journal but not in LevelDB: replay must not apply it (the pipeline plans on the store without it).
+      if (written.status === 'fulfilled' && written.value !== undefined) await journal.cancel(written.value)
+      throw wrote.reason
+    }
+    if (written.status === 'rejected') throw written.reason
+    // Larger than half the journal: made durable by a checkpoint (a LevelDB flush) instead.
+    if (written.value === undefined) await journal.checkpointAll()
+  }
+
+  /** Every journaled batch LevelDB has taken, in synced table files: the checkpoint's flush. */
+  async flush (): Promise<void> {
+    await Promise.allSettled([...this.inflight])
+    await (this as unknown as LevelInternals).compactRange(FLUSH_START, FLUSH_END)
+    // LevelDB's CompactRange drops the flush's status; a write answers the background error it left, if any.
+    await levelBatch.call(this, [{ type: 'put', key: '\uffff journal checkpoint', value: String(Date.now()), keyEncoding: 'utf8', valueEncoding: 'utf8' }], NO_SYNC)
+  }
+}
 
 export class Store implements AtomicBatch {
   readonly dir: string
   readonly db: Level<string, unknown>
+  private readonly journaled: JournaledLevel
   private readonly subs = new Map<string, Sub<any>>()
+  private journalStarting: Promise<void> | undefined
 
-  private constructor (dir: string, db: Level<string, unknown>) {
+  private constructor (dir: string, db: JournaledLevel) {
     this.dir = dir
     this.db = db
+    this.journaled = db
   }
 
   static async open (dataDir: string): Promise<Store> {
@@ -116,7 +174,7 @@ export class Store implements AtomicBatch {
       throw dataDirError(dataDir, err)
     }
     const location = join(dataDir, 'db')
-    const db = new Level<string, unknown>(location, { valueEncoding: 'json' })
+    const db = new JournaledLevel(location, { valueEncoding: 'json' })
     try {
       await db.open()
     } catch (err) {
@@ -131,9 +189,63 @@ export class Store implements AtomicBatch {
       throw new StoreOpenError(dataDir, { cause: err })
     }
     const store = new Store(dataDir, db)
-    await store.migrate()
+    try {
+      await store.replay()
+      await store.migrate()
+    } catch (err) {
+      await store.close().catch(() => undefined)
+      throw err
+    }
     return store
   }
+
+  /**
+   * Applies the journal's records after its checkpoint (the readings acknowledged since the last one, which a power
+   * cut may have taken from LevelDB's unsynced log), then checkpoints them all.
+   */
+  private async replay (): Promise<void> {
+    const path = journalPath(this.dir)
+    let found: Recovered | undefined
+    try {
+      found = await readJournal(path)
+    } catch (err) {
+      if (err instanceof JournalDamagedError) throw new StoreOpenError(this.dir, { cause: err })
+      throw dataDirError(this.dir, err)
+    }
+    if (found === undefined) return
+    for (const b of found.batches) await this.db.batch(b.ops as never, NO_SYNC)
+    const journal = await Journal.open(path, found, this.journaled)
+    this.journaled.journal = journal
+    this.journalReady = false
+    await journal.checkpointAll()
+  }
+
+  /**
+   * Turns the journal on for batches written with `journal: true`: it is made (or remade at a new size) in the
+   * background, and until it is ready those batches are sync batches. `bytes` is its size.
+   */
+  startJournal (bytes: number): Promise<void> {
+    this.journalStarting ??= (async () => {
+      const path = journalPath(this.dir)
+      let journal = this.journaled.journal
+      if (journal !== undefined && journal.size !== bytes) {
+        this.journaled.journal = undefined
+        await journal.close()
+        journal = undefined
+      }
+      if (journal === undefined) {
+        const from = journalFrom(await readJournal(path).catch(() => undefined))
+        await createJournal(path, bytes, from.lastSeq)
+        journal = await Journal.open(path, { ...from, checkpoint: from.lastSeq, counter: 1, size: bytes }, this.journaled)
+      }
+      this.journaled.journal = journal
+      this.journalReady = true
+    })()
+    return this.journalStarting
+  }
+
+  /** Whether batches written with `journal: true` go through the journal now (false: they are sync batches). */
+  journalReady = false
 
   /** The sublevel of one aggregate (JSON values unless an encoding is given). */
   sub<V> (name: string, valueEncoding: 'json' | 'view' | 'buffer' | 'utf8' = 'json'): Sub<V> {
@@ -151,10 +263,11 @@ export class Store implements AtomicBatch {
    * sublevel's encoding). `sync` (one fsync for the whole batch) for OAuth
    * state changes and acknowledged readings.
    */
-  batch (ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
+  batch (ops: BatchOp[], options: { sync?: boolean, journal?: boolean } = {}): Promise<void> {
     if (ops.length === 0) return Promise.resolve()
+    const how = options.journal === true && this.journalReady ? JOURNALED : options.sync === true || options.journal === true ? SYNC : NO_SYNC
     // abstract-level's array batch is an async function (a throw in it rejects): its promise is returned as it is.
-    return this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, options.sync === true ? SYNC : NO_SYNC)
+    return this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, how)
   }
 
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {
@@ -177,7 +290,21 @@ export class Store implements AtomicBatch {
     if (current < SCHEMA_VERSION) await meta.put('schema_version', SCHEMA_VERSION, { sync: true } as any)
   }
 
+  /** Checkpoints and closes the journal (nothing is left to replay after a clean stop), then closes LevelDB. */
   async close (): Promise<void> {
-    if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close()
+    try {
+      await this.journalStarting?.catch(() => undefined)
+      const journal = this.journaled.journal
+      this.journalReady = false
+      this.journaled.journal = undefined
+      if (journal !== undefined) await (this.db.status === 'open' ? journal.close() : journal.abandon())
+    } finally {
+      if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close()
+    }
   }
+}
+
+/** Where a new journal's sequence numbers start: after every one the old journal (if any) used. */
+function journalFrom (old: Recovered | undefined): Recovered {
+  return old ?? { batches: [], checkpoint: 0, counter: 0, lastSeq: 0, size: 0 }
 }

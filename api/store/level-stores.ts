@@ -36,7 +36,7 @@ export async function openLevelStores (dataDir: string, options: ReadingsOptions
       clients: new Clients(store),
       tokens: new Tokens(store),
       // Only ops made by these stores come here (WriteOp is their public face).
-      batch: async (ops: WriteOp[], o?: { sync?: boolean }) => { await store.batch(ops as BatchOp[], o) },
+      batch: async (ops: WriteOp[], o?: { sync?: boolean, journal?: boolean }) => { await store.batch(ops as BatchOp[], o) },
       close: async () => { await store.close() }
     }
   } catch (err) {

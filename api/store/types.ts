@@ -21,9 +21,13 @@ export type * from './records.ts'
  */
 export interface WriteOp { readonly type: 'put' | 'del', readonly key: string }
 
-/** Writes several ops atomically; `sync` makes the batch durable before it resolves (one fsync). */
+/**
+ * Writes several ops atomically. `sync` makes the batch durable before it resolves (one fsync). `journal` makes it
+ * durable too, through the store's write-ahead journal when it has one (api/store/journal.ts), else as `sync` does:
+ * the ingest pipeline's batches of readings.
+ */
 export interface AtomicBatch {
-  batch (ops: WriteOp[], options?: { sync?: boolean }): Promise<void>
+  batch (ops: WriteOp[], options?: { sync?: boolean, journal?: boolean }): Promise<void>
 }
 
 /** The batch of a group of readings: readings, minute and hour rollups and latest records, written as one. */

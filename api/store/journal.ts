@@ -1,0 +1,434 @@
+// The write-ahead journal of acknowledged readings: a file of fixed size, zero-filled and synced once, that each
+// batch of readings is written into with O_DSYNC, overwriting it in place, while LevelDB takes the same batch
+// without a sync. An acknowledgement waits for both.
+//
+// Why not a LevelDB sync batch: LevelDB appends to its log, and on ext4 (dioread_nolock, the default) an append's
+// fdatasync waits for an unbound kernel worker to convert the new blocks' extents. When other processes keep the
+// cores busy, that worker waits for a core for hundreds of milliseconds, and every acknowledgement with it
+// (bench/README.md, "The targets not met"). Overwriting blocks that are already written and synced changes no
+// metadata, so the write returns when the data is on the disk.
+//
+// Layout: two header slots (0 and 512, written alternately, so that one is whole whatever a power cut tears),
+// then the record area from 4096, in two halves. Records fill one half from its start; when the next record does
+// not fit, writing moves to the other half and the full one is checkpointed: LevelDB flushes its memtable to a
+// synced table file (compactRange), which makes every batch written before it durable in LevelDB, and the header
+// then records the last sequence number the checkpoint covers. A half is reused only after its checkpoint.
+//
+// A record: magic 'HRJ1', kind (1 batch, 2 cancel), payload length, sequence number, CRC-32 of all of it; then the
+// payload. A batch's payload is its operations as LevelDB takes them (keys and values already encoded), so that
+// replaying a record writes exactly what was written, and replaying it twice changes nothing. Replay (at open)
+// applies, in order, the records after the checkpoint whose sequence numbers follow each other without a gap.
+import { constants } from 'node:fs'
+import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { crc32 } from 'node:zlib'
+
+/** An operation as LevelDB takes it: key and value already encoded (a utf8 string or bytes). */
+export interface JournalOp {
+  type: 'put' | 'del'
+  key: string | Uint8Array
+  value?: string | Uint8Array
+}
+
+/** What a replayed operation looks like to abstract-level's batch on the root database. */
+export interface ReplayOp {
+  type: 'put' | 'del'
+  key: string | Uint8Array
+  value?: string | Uint8Array
+  keyEncoding: 'utf8' | 'view'
+  valueEncoding?: 'utf8' | 'view'
+}
+
+const RECORD_MAGIC = 0x48524a31 // 'HRJ1'
+const HEADER_MAGIC = 0x48524a48 // 'HRJH'
+const VERSION = 1
+const RECORD_HEAD = 24
+const HEADER_BYTES = 36
+const SLOT = 512
+export const AREA_START = 4096
+/** The smallest journal: two halves that each hold a few batches. */
+export const MIN_JOURNAL_BYTES = AREA_START + 2 * 64 * 1024
+const KIND_BATCH = 1
+const KIND_CANCEL = 2
+
+/** Whether this platform can open a file with O_DSYNC (Linux, macOS); elsewhere the store keeps sync batches. */
+export const JOURNAL_SUPPORTED = typeof constants.O_DSYNC === 'number'
+
+/** The journal cannot be read: both header slots are damaged. */
+export class JournalDamagedError extends Error {
+  constructor (readonly path: string) {
+    super(`the journal ${path} is damaged (no valid header); move it away to open the store without it: readings acknowledged in the last seconds before the stop may then be missing`)
+    this.name = 'JournalDamagedError'
+  }
+}
+
+// Flags of an encoded operation.
+const PUT = 1
+const KEY_BYTES = 2
+const VALUE_BYTES = 4
+
+function byteLength (x: string | Uint8Array): number {
+  return typeof x === 'string' ? Buffer.byteLength(x) : x.byteLength
+}
+
+function put (buf: Buffer, at: number, x: string | Uint8Array): number {
+  if (typeof x === 'string') return at + buf.write(x, at)
+  buf.set(x, at)
+  return at + x.byteLength
+}
+
+/** A batch record: header, then per operation its flags, key length, key, value length and value. */
+export function encodeBatch (seq: number, ops: readonly JournalOp[]): Buffer {
+  let size = 0
+  for (const op of ops) size += 5 + byteLength(op.key) + (op.type === 'put' ? 4 + byteLength(op.value ?? '') : 0)
+  const buf = Buffer.allocUnsafe(RECORD_HEAD + size)
+  let at = RECORD_HEAD
+  for (const op of ops) {
+    const isPut = op.type === 'put'
+    const value = op.value ?? ''
+    buf[at] = (isPut ? PUT : 0) | (typeof op.key === 'string' ? 0 : KEY_BYTES) | (isPut && typeof value !== 'string' ? VALUE_BYTES : 0)
+    const keyEnd = put(buf, at + 5, op.key)
+    buf.writeUInt32LE(keyEnd - at - 5, at + 1)
+    at = keyEnd
+    if (isPut) {
+      const valueEnd = put(buf, at + 4, value)
+      buf.writeUInt32LE(valueEnd - at - 4, at)
+      at = valueEnd
+    }
+  }
+  return seal(buf, KIND_BATCH, seq)
+}
+
+/** A cancel record: the batch with sequence number `cancelled` reached the journal but not LevelDB; replay skips it. */
+export function encodeCancel (seq: number, cancelled: number): Buffer {
+  const buf = Buffer.allocUnsafe(RECORD_HEAD + 8)
+  buf.writeDoubleLE(cancelled, RECORD_HEAD)
+  return seal(buf, KIND_CANCEL, seq)
+}
+
+function seal (buf: Buffer, kind: number, seq: number): Buffer {
+  buf.writeUInt32LE(RECORD_MAGIC, 0)
+  buf.writeUInt32LE(kind, 4)
+  buf.writeUInt32LE(buf.length - RECORD_HEAD, 8)
+  buf.writeDoubleLE(seq, 12)
+  buf.writeUInt32LE(crc32(buf.subarray(RECORD_HEAD), crc32(buf.subarray(0, 20))), 20)
+  return buf
+}
+
+interface Rec { seq: number, kind: number, payload: Buffer }
+
+/** The record at `at` in `buf`, or undefined where there is none (zeros, a torn or stale write). */
+function readRecord (buf: Buffer, at: number): Rec | undefined {
+  if (at + RECORD_HEAD > buf.length || buf.readUInt32LE(at) !== RECORD_MAGIC) return undefined
+  const len = buf.readUInt32LE(at + 8)
+  if (at + RECORD_HEAD + len > buf.length) return undefined
+  const payload = buf.subarray(at + RECORD_HEAD, at + RECORD_HEAD + len)
+  if (crc32(payload, crc32(buf.subarray(at, at + 20))) !== buf.readUInt32LE(at + 20)) return undefined
+  return { seq: buf.readDoubleLE(at + 12), kind: buf.readUInt32LE(at + 4), payload }
+}
+
+/** The operations of a batch record's payload, as abstract-level's batch takes them on the root database. */
+export function decodeBatch (payload: Buffer): ReplayOp[] {
+  const ops: ReplayOp[] = []
+  for (let at = 0; at < payload.length;) {
+    const flags = payload[at] as number
+    const keyLen = payload.readUInt32LE(at + 1)
+    const keyBytes = payload.subarray(at + 5, at + 5 + keyLen)
+    at += 5 + keyLen
+    const key = (flags & KEY_BYTES) !== 0 ? new Uint8Array(keyBytes) : keyBytes.toString()
+    const keyEncoding = (flags & KEY_BYTES) !== 0 ? 'view' : 'utf8'
+    if ((flags & PUT) === 0) { ops.push({ type: 'del', key, keyEncoding }); continue }
+    const valueLen = payload.readUInt32LE(at)
+    const valueBytes = payload.subarray(at + 4, at + 4 + valueLen)
+    at += 4 + valueLen
+    if ((flags & VALUE_BYTES) !== 0) ops.push({ type: 'put', key, keyEncoding, value: new Uint8Array(valueBytes), valueEncoding: 'view' })
+    else ops.push({ type: 'put', key, keyEncoding, value: valueBytes.toString(), valueEncoding: 'utf8' })
+  }
+  return ops
+}
+
+interface Header { counter: number, checkpoint: number, size: number }
+
+function encodeHeader (h: Header): Buffer {
+  const buf = Buffer.alloc(SLOT)
+  buf.writeUInt32LE(HEADER_MAGIC, 0)
+  buf.writeUInt32LE(VERSION, 4)
+  buf.writeDoubleLE(h.counter, 8)
+  buf.writeDoubleLE(h.checkpoint, 16)
+  buf.writeDoubleLE(h.size, 24)
+  buf.writeUInt32LE(crc32(buf.subarray(0, 32)), 32)
+  return buf
+}
+
+function decodeHeader (buf: Buffer): Header | undefined {
+  if (buf.length < HEADER_BYTES || buf.readUInt32LE(0) !== HEADER_MAGIC || buf.readUInt32LE(4) !== VERSION) return undefined
+  if (crc32(buf.subarray(0, 32)) !== buf.readUInt32LE(32)) return undefined
+  return { counter: buf.readDoubleLE(8), checkpoint: buf.readDoubleLE(16), size: buf.readDoubleLE(24) }
+}
+
+/** The newer whole header of the two slots. */
+function newestHeader (head: Buffer): Header | undefined {
+  const a = decodeHeader(head.subarray(0, SLOT))
+  const b = decodeHeader(head.subarray(SLOT, 2 * SLOT))
+  if (a === undefined) return b
+  if (b === undefined) return a
+  return a.counter >= b.counter ? a : b
+}
+
+/** What the store gives the journal: the LevelDB flush that makes every batch written so far durable. */
+export interface Checkpointer {
+  /** Resolves once every batch LevelDB has taken so far is in synced table files (a memtable flush). */
+  flush (): Promise<void>
+}
+
+/** The records after the checkpoint, in order, that replay applies; and the highest sequence number in the file. */
+export interface Recovered {
+  batches: Array<{ seq: number, ops: ReplayOp[] }>
+  /** The header's checkpoint and counter. */
+  checkpoint: number
+  counter: number
+  /** The highest sequence number in the file (every later record gets a higher one). */
+  lastSeq: number
+  size: number
+}
+
+async function readAt (fh: FileHandle, at: number, length: number): Promise<Buffer> {
+  const buf = Buffer.alloc(length)
+  let got = 0
+  while (got < length) {
+    const { bytesRead } = await fh.read(buf, got, length - got, at + got)
+    if (bytesRead === 0) break
+    got += bytesRead
+  }
+  return buf.subarray(0, got)
+}
+
+/**
+ * Reads the journal at `path`: the batches to replay (after the checkpoint, in order, without a gap), or undefined
+ * when there is no journal. Throws JournalDamagedError when neither header slot is whole.
+ */
+export async function readJournal (path: string): Promise<Recovered | undefined> {
+  let fh: FileHandle
+  try { fh = await open(path, 'r') } catch (err) { if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; throw err }
+  try {
+    const size = (await fh.stat()).size
+    const header = newestHeader(await readAt(fh, 0, 2 * SLOT))
+    if (header === undefined) throw new JournalDamagedError(path)
+    const half = Math.floor((size - AREA_START) / 2)
+    const live: Rec[] = []
+    let lastSeq = header.checkpoint
+    for (const start of [AREA_START, AREA_START + half]) {
+      if (half <= 0) break
+      // A half is written from its start after its last checkpoint: a stale first record means a stale half.
+      const head = await readAt(fh, start, RECORD_HEAD)
+      if (head.length < RECORD_HEAD || head.readUInt32LE(0) !== RECORD_MAGIC || head.readDoubleLE(12) <= header.checkpoint) continue
+      const buf = await readAt(fh, start, half)
+      let expect = head.readDoubleLE(12)
+      for (let at = 0; ;) {
+        const rec = readRecord(buf, at)
+        if (rec === undefined || rec.seq !== expect) break
+        live.push(rec)
+        expect++
+        at += RECORD_HEAD + rec.payload.length
+      }
+    }
+    live.sort((a, b) => a.seq - b.seq)
+    const cancelled = new Set<number>()
+    const inOrder: Rec[] = []
+    for (const rec of live) {
+      if (rec.seq !== lastSeq + 1) break
+      lastSeq = rec.seq
+      inOrder.push(rec)
+      if (rec.kind === KIND_CANCEL) cancelled.add(rec.payload.readDoubleLE(0))
+    }
+    const batches = inOrder.filter(r => r.kind === KIND_BATCH && !cancelled.has(r.seq)).map(r => ({ seq: r.seq, ops: decodeBatch(r.payload) }))
+    for (const rec of live) if (rec.seq > lastSeq) lastSeq = rec.seq
+    return { batches, checkpoint: header.checkpoint, counter: header.counter, lastSeq, size }
+  } finally {
+    await fh.close()
+  }
+}
+
+/** Writes `buf` at `at` in full. */
+async function writeAt (fh: FileHandle, buf: Buffer, at: number): Promise<void> {
+  for (let done = 0; done < buf.length;) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, at + done)
+    done += bytesWritten
+  }
+}
+
+async function syncDir (path: string): Promise<void> {
+  const dir = await open(dirname(path), 'r')
+  try { await dir.sync() } finally { await dir.close() }
+}
+
+/**
+ * Makes a journal of `size` bytes at `path` whose checkpoint is `checkpoint`: zero-filled and synced under a
+ * temporary name, then renamed, so that a journal that exists is always whole.
+ */
+export async function createJournal (path: string, size: number, checkpoint: number): Promise<void> {
+  const tmp = `${path}.tmp`
+  const fh = await open(tmp, 'w', 0o600)
+  try {
+    const zeros = Buffer.alloc(1 << 20)
+    for (let at = 0; at < size; at += zeros.length) await writeAt(fh, zeros.subarray(0, Math.min(zeros.length, size - at)), at)
+    // Header number n goes in slot n % 2: the next one (2) then goes in the other slot than this one.
+    await writeAt(fh, encodeHeader({ counter: 1, checkpoint, size }), SLOT)
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+  await rename(tmp, path)
+  await syncDir(path)
+}
+
+/** The size of the journal file at `path`, or undefined when there is none. */
+export async function journalSize (path: string): Promise<number | undefined> {
+  try { return (await stat(path)).size } catch { return undefined }
+}
+
+export async function removeJournal (path: string): Promise<void> {
+  await rm(`${path}.tmp`, { force: true })
+}
+
+/**
+ * An open journal. Appends are serialized (each record is written after the one before it has returned), so that
+ * a record on the disk means every record before it is too.
+ */
+export class Journal {
+  private seq: number
+  private checkpointed: number
+  private counter: number
+  private half = 0
+  private pos = 0
+  /** The last sequence number written in each half, or 0 when the half holds nothing newer than a checkpoint. */
+  private readonly halfLast = [0, 0]
+  private tail: Promise<unknown> = Promise.resolve()
+  private checkpointing: Promise<void> | undefined
+  private readonly halfBytes: number
+
+  private broken = false
+
+  private constructor (private readonly fh: FileHandle, readonly size: number, from: Recovered, private readonly store: Checkpointer) {
+    this.seq = from.lastSeq
+    this.checkpointed = from.checkpoint
+    this.counter = from.counter + 1
+    this.halfBytes = Math.floor((size - AREA_START) / 2)
+    // Until the first checkpointAll, nothing is written: records after the checkpoint are still to be covered.
+    this.broken = from.lastSeq > from.checkpoint
+  }
+
+  /**
+   * Opens the journal read by readJournal for writing. While its records after the checkpoint are not yet covered
+   * by one (replay applies them, then checkpointAll covers them), the first append checkpoints everything first.
+   */
+  static async open (path: string, from: Recovered, store: Checkpointer): Promise<Journal> {
+    const fh = await open(path, constants.O_RDWR | constants.O_DSYNC)
+    const size = (await fh.stat()).size
+    return new Journal(fh, size, from, store)
+  }
+
+  /** The sequence number of the last record written. */
+  get lastSeq (): number { return this.seq }
+
+  /**
+   * Writes a batch's record; resolves with its sequence number once it is on the disk, or with undefined when the
+   * batch is larger than half the journal (the caller writes that one with a sync batch, after `checkpointAll`).
+   */
+  append (ops: readonly JournalOp[]): Promise<number | undefined> {
+    const run = this.tail.then(async () => await this.write(rec => encodeBatch(rec, ops)))
+    this.tail = run.catch(() => undefined)
+    return run
+  }
+
+  /** Records that the batch `seq` did not reach LevelDB, so that replay skips it. */
+  cancel (seq: number): Promise<number | undefined> {
+    const run = this.tail.then(async () => await this.write(rec => encodeCancel(rec, seq)))
+    this.tail = run.catch(() => undefined)
+    return run
+  }
+
+  private async write (make: (seq: number) => Buffer): Promise<number | undefined> {
+    if (this.broken) await this.coverAll()
+    const seq = this.seq + 1
+    const rec = make(seq)
+    if (rec.length > this.halfBytes) return undefined
+    if (this.pos + rec.length > this.halfBytes) await this.switchHalf()
+    const at = AREA_START + this.half * this.halfBytes + this.pos
+    this.pos += rec.length
+    this.seq = seq
+    try {
+      await writeAt(this.fh, rec, at)
+    } catch (err) {
+      // The half may now hold a torn record, and replay stops at it: nothing more is written before a checkpoint
+      // covers every record so far.
+      this.broken = true
+      throw err
+    }
+    this.halfLast[this.half] = seq
+    return seq
+  }
+
+  /** Moves writing to the other half (once its checkpoint is done) and checkpoints the full one. */
+  private async switchHalf (): Promise<void> {
+    const other = 1 - this.half
+    while (this.halfLast[other] !== 0) await (this.checkpointing ?? this.checkpoint(other))
+    const full = this.half
+    const upTo = this.seq
+    this.half = other
+    this.pos = 0
+    this.checkpointing = this.checkpoint(full, upTo)
+    this.checkpointing.catch(() => undefined)
+  }
+
+  /** Flushes LevelDB and records that everything up to `upTo` (default: every record so far) is in it. */
+  private async checkpoint (half: number, upTo = this.seq): Promise<void> {
+    try {
+      await this.store.flush()
+      await this.writeHeader(Math.max(upTo, this.checkpointed))
+      if (this.halfLast[half]! <= upTo) this.halfLast[half] = 0
+    } finally {
+      this.checkpointing = undefined
+    }
+  }
+
+  private async writeHeader (checkpoint: number): Promise<void> {
+    const counter = this.counter++
+    await writeAt(this.fh, encodeHeader({ counter, checkpoint, size: this.size }), (counter % 2) * SLOT)
+    this.checkpointed = checkpoint
+  }
+
+  /**
+   * Waits for the appends in flight, flushes LevelDB and checkpoints every record, so that nothing in the journal
+   * is left to replay; writing starts again at the first half.
+   */
+  checkpointAll (): Promise<void> {
+    const run = this.tail.then(async () => { await this.coverAll() })
+    this.tail = run.catch(() => undefined)
+    return run
+  }
+
+  private async coverAll (): Promise<void> {
+    while (this.checkpointing !== undefined) await this.checkpointing.catch(() => undefined)
+    if (this.seq > this.checkpointed) {
+      await this.store.flush()
+      await this.writeHeader(this.seq)
+    }
+    this.half = 0
+    this.pos = 0
+    this.halfLast[0] = 0
+    this.halfLast[1] = 0
+    this.broken = false
+  }
+
+  /** Checkpoints everything and closes the file. */
+  async close (): Promise<void> {
+    try { await this.checkpointAll() } finally { await this.fh.close() }
+  }
+
+  /** Closes the file without a checkpoint (LevelDB is closed already): the next open replays what is left. */
+  async abandon (): Promise<void> {
+    await this.tail
+    await this.fh.close()
+  }
+}

@@ -1,0 +1,228 @@
+// The write-ahead journal (api/store/journal.ts): what a power cut can take from LevelDB (its log is written without
+// a sync when the journal is on) comes back from the journal at the next open. A power cut is simulated by putting
+// back a copy of LevelDB's directory taken before the batches, beside the journal as it was after them.
+import t from 'tap'
+import { cp, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Store, journalPath } from '../../../api/store/db.ts'
+import { AREA_START, createJournal, decodeBatch, encodeBatch, encodeCancel, readJournal, type JournalOp } from '../../../api/store/journal.ts'
+
+const MiB = 1024 * 1024
+
+async function tempDir (t: { teardown (fn: () => unknown): void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'hr-journal-'))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  return dir
+}
+
+/** A store whose journal is on and ready. */
+async function journaled (dir: string, bytes = MiB): Promise<Store> {
+  const store = await Store.open(dir)
+  await store.startJournal(bytes)
+  return store
+}
+
+/** One batch of the kind the pipeline writes: a JSON value, a binary value and a delete. */
+function batchOps (store: Store, i: number): any[] {
+  return [
+    { type: 'put', sublevel: store.sub('t'), key: `k${String(i).padStart(5, '0')}`, value: { n: i, name: `reading ${i} ♥` } },
+    { type: 'put', sublevel: store.sub('r', 'view'), key: `r${i}`, value: Uint8Array.of(i & 255, 0, 255) },
+    { type: 'del', sublevel: store.sub('t'), key: 'gone' }
+  ]
+}
+
+/** Closes the store as a power cut would leave it: LevelDB as `snapshot`, the journal as it is now. */
+async function powerCut (dir: string, store: Store, snapshot: string): Promise<void> {
+  const journal = await readFile(journalPath(dir))
+  await store.close()
+  await rm(join(dir, 'db'), { recursive: true })
+  await cp(snapshot, join(dir, 'db'), { recursive: true })
+  await writeFile(journalPath(dir), journal)
+}
+
+/** A copy of LevelDB's directory while the store is closed. */
+async function snapshotOf (dir: string): Promise<string> {
+  const snap = join(dir, `snap-${Date.now()}`)
+  await cp(join(dir, 'db'), snap, { recursive: true })
+  return snap
+}
+
+async function values (store: Store, n: number): Promise<Array<number | undefined>> {
+  const out: Array<number | undefined> = []
+  for (let i = 1; i <= n; i++) out.push((await store.sub<{ n: number }>('t').get(`k${String(i).padStart(5, '0')}`))?.n)
+  return out
+}
+
+t.test('a record holds the operations as LevelDB takes them, strings and bytes, and decodes to the same', async t => {
+  const ops: JournalOp[] = [
+    { type: 'put', key: '!hr_minute!p1!0001', value: '{"n":1,"name":"♥ ü"}' },
+    { type: 'put', key: '!hr_raw!p1!0002', value: Uint8Array.of(0, 1, 254, 255) },
+    { type: 'del', key: '!hr_latest!p1' },
+    { type: 'put', key: Uint8Array.of(0x21, 0xff), value: '' }
+  ]
+  const rec = encodeBatch(7, ops)
+  t.equal(rec.readUInt32LE(0), 0x48524a31, 'magic HRJ1')
+  t.equal(rec.readDoubleLE(12), 7, 'sequence number')
+  t.same(decodeBatch(rec.subarray(24)), [
+    { type: 'put', key: '!hr_minute!p1!0001', keyEncoding: 'utf8', value: '{"n":1,"name":"♥ ü"}', valueEncoding: 'utf8' },
+    { type: 'put', key: '!hr_raw!p1!0002', keyEncoding: 'utf8', value: Uint8Array.of(0, 1, 254, 255), valueEncoding: 'view' },
+    { type: 'del', key: '!hr_latest!p1', keyEncoding: 'utf8' },
+    { type: 'put', key: Uint8Array.of(0x21, 0xff), keyEncoding: 'view', value: '', valueEncoding: 'utf8' }
+  ])
+})
+
+t.test('journaled batches lost from LevelDB come back from the journal at the next open', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  await store.sub('t').put('gone', { n: -1 })
+  await store.close()
+  const snapshot = await snapshotOf(dir)
+
+  store = await journaled(dir)
+  for (let i = 1; i <= 200; i++) await store.batch(batchOps(store, i), { journal: true })
+  const before = await readJournal(journalPath(dir))
+  t.equal(before?.batches.length, 200, 'the journal holds the 200 batches, after its checkpoint')
+  await powerCut(dir, store, snapshot)
+
+  store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.same(await values(store, 200), Array.from({ length: 200 }, (_, i) => i + 1), 'every batch is back')
+  t.same(await store.sub('r', 'view').get('r200'), Buffer.of(200, 0, 255), 'binary values byte for byte')
+  t.equal(await store.sub('t').get('gone'), undefined, 'deletes are replayed too')
+  const after = await readJournal(journalPath(dir))
+  t.equal(after?.batches.length, 0, 'nothing is left to replay once the open has checkpointed them')
+  t.equal(after?.checkpoint, before?.lastSeq, 'the checkpoint covers the last record')
+})
+
+/** A journaled store that wrote batches 1..n, then lost them from LevelDB in a power cut (closed: not open again). */
+async function cutAfter (t: { teardown (fn: () => unknown): void }, n: number): Promise<string> {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  await store.close()
+  const snapshot = await snapshotOf(dir)
+  store = await journaled(dir)
+  for (let i = 1; i <= n; i++) await store.batch(batchOps(store, i), { journal: true })
+  await powerCut(dir, store, snapshot)
+  return dir
+}
+
+t.test('without the journal the same power cut loses the batches (the simulation can fail)', async t => {
+  const dir = await cutAfter(t, 20)
+  await rm(journalPath(dir))
+  const store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.same(await values(store, 20), Array.from({ length: 20 }, () => undefined), 'LevelDB alone has none of them')
+})
+
+t.test('when a half fills, writing moves on and a checkpoint flushes LevelDB to table files', async t => {
+  const dir = await tempDir(t)
+  const store = await journaled(dir)
+  t.teardown(async () => { await store.close() })
+  const tables = async (): Promise<number> => (await readdir(join(dir, 'db'))).filter(f => f.endsWith('.ldb')).length
+  t.equal(await tables(), 0, 'no table file before')
+  // Each batch is about 170 bytes in the journal: 8,000 of them fill more than the two halves of 1 MiB.
+  for (let i = 1; i <= 8000; i++) await store.batch(batchOps(store, i), { journal: true })
+  const j = await readJournal(journalPath(dir))
+  t.ok((j?.checkpoint ?? 0) > 3000, `checkpoints covered the first halves (${j?.checkpoint})`)
+  t.ok((j?.batches.length ?? 0) > 0 && (j?.batches.length ?? 0) < 8000 - 3000, `what is after the checkpoint is replayable (${j?.batches.length})`)
+  t.equal(j?.lastSeq, 8000, 'the last record is the last batch')
+  t.ok(await tables() >= 1, 'the checkpoint flushed the memtable to a table file')
+  t.same((await values(store, 8000)).filter((v, i) => v !== i + 1), [], 'every batch is readable')
+})
+
+t.test('a torn record ends replay: the records before it come back, nothing after it is applied', async t => {
+  const dir = await cutAfter(t, 10)
+  // Tear the 6th record: one byte of its payload changes, so its CRC no longer matches.
+  const buf = await readFile(journalPath(dir))
+  let at = AREA_START
+  for (let k = 1; k < 6; k++) at += 24 + buf.readUInt32LE(at + 8)
+  buf[at + 30] = (buf[at + 30] as number) ^ 0xff
+  await writeFile(journalPath(dir), buf)
+  const store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.same(await values(store, 10), [1, 2, 3, 4, 5, undefined, undefined, undefined, undefined, undefined])
+})
+
+t.test('a cancelled record (in the journal, refused by LevelDB) is not replayed', async t => {
+  const dir = await tempDir(t)
+  await createJournal(journalPath(dir), MiB, 0)
+  let store = await Store.open(dir)
+  const ops = (i: number): JournalOp[] => [{ type: 'put', key: `!t!k${String(i).padStart(5, '0')}`, value: JSON.stringify({ n: i }) }]
+  await store.close()
+  const fh = await open(journalPath(dir), 'r+')
+  let at = AREA_START
+  for (const rec of [encodeBatch(1, ops(1)), encodeBatch(2, ops(2)), encodeCancel(3, 2), encodeBatch(4, ops(3))]) {
+    await fh.write(rec, 0, rec.length, at)
+    at += rec.length
+  }
+  await fh.close()
+  store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.same(await values(store, 3), [1, undefined, 3])
+})
+
+t.test('a journal whose two header slots are damaged stops the open with a clear error', async t => {
+  const dir = await tempDir(t)
+  const store = await journaled(dir)
+  await store.batch(batchOps(store, 1), { journal: true })
+  await store.close()
+  const fh = await open(journalPath(dir), 'r+')
+  await fh.write(Buffer.alloc(1024, 0x55), 0, 1024, 0)
+  await fh.close()
+  await t.rejects(Store.open(dir), { name: 'StoreOpenError', code: 'HR_STORE_OPEN', message: /the journal .*journal is damaged \(no valid header\); move it away/ })
+})
+
+t.test('a batch larger than half the journal is made durable by a checkpoint', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  const big = 'x'.repeat(600 * 1024)
+  await store.batch([{ type: 'put', sublevel: store.sub('t'), key: 'big', value: { big } } as any], { journal: true })
+  const j = await readJournal(journalPath(dir))
+  t.equal(j?.batches.length, 0, 'no record of it: the checkpoint covers it')
+  await store.close()
+  store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.equal((await store.sub<{ big: string }>('t').get('big'))?.big.length, 600 * 1024)
+})
+
+t.test('a new size remakes the journal, and its sequence numbers go on after the old ones', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  for (let i = 1; i <= 5; i++) await store.batch(batchOps(store, i), { journal: true })
+  await store.close()
+  store = await journaled(dir, 2 * MiB)
+  t.teardown(async () => { await store.close() })
+  t.equal((await stat(journalPath(dir))).size, 2 * MiB)
+  await store.batch(batchOps(store, 6), { journal: true })
+  const j = await readJournal(journalPath(dir))
+  t.same(j?.batches.map(b => b.seq), [6], 'the first record of the new journal is number 6')
+})
+
+t.test('before the journal is ready, a journaled batch is a sync batch', async t => {
+  const dir = await tempDir(t)
+  const store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.equal(store.journalReady, false)
+  await store.batch(batchOps(store, 1), { journal: true })
+  t.same(await values(store, 1), [1])
+  t.equal(await readJournal(journalPath(dir)), undefined, 'no journal file was made')
+})
+
+t.test('the header is written to its two slots in turn: a torn header write leaves the one before it', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  for (let i = 1; i <= 8000; i++) await store.batch(batchOps(store, i), { journal: true })
+  await store.close()
+  const buf = await readFile(journalPath(dir))
+  const counters = [buf.readDoubleLE(8), buf.readDoubleLE(512 + 8)]
+  t.equal(Math.abs((counters[0] as number) - (counters[1] as number)), 1, `the slots hold headers n and n + 1 (${counters.join(', ')})`)
+  // Tear the newer one.
+  const newer = (counters[0] as number) > (counters[1] as number) ? 0 : 512
+  const fh = await open(journalPath(dir), 'r+')
+  await fh.write(Buffer.alloc(64, 0xaa), 0, 64, newer)
+  await fh.close()
+  store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.same((await values(store, 8000)).filter((v, i) => v !== i + 1), [], 'the older header is used, and every batch is there')
+})
