@@ -3,9 +3,10 @@
 // the same data directory and find every acknowledged reading.
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { readJournal } from '../../api/store/journal.ts'
 
 async function startServer (dataDir: string, previousPid?: number): Promise<{ child: ChildProcess, url: string, admin: string }> {
   // The per-token rate limit (default 20/s) is turned off: this test writes in bursts.
@@ -53,6 +54,12 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   await adminCall(first.url, first.admin, 'POST', '/admin/users', { username: 'alice', password: 'password123' })
   const { access_token: token } = await adminCall(first.url, first.admin, 'POST', '/admin/tokens', { username: 'alice', scope: 'data:heart_rate:write data:statistics:read' })
 
+  // The write-ahead journal (data.journal_mb, default 16) is made in the background after the start: wait for it, so
+  // that these writes are acknowledged through it.
+  const journal = join(dataDir, 'readings-journal')
+  while (await stat(journal).then(() => false, () => true)) await new Promise(resolve => setTimeout(resolve, 20))
+  t.equal((await stat(journal)).size, 16 * 1024 * 1024, 'a journal of the default 16 MiB')
+
   const start = Date.now() - 120_000
   const acknowledged: number[] = []
   const post = async (i: number): Promise<void> => {
@@ -67,6 +74,8 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   first.child.kill('SIGKILL')
   await killed
   t.equal(acknowledged.length, 100, 'all 100 writes acknowledged before the kill')
+  const left = await readJournal(journal)
+  t.ok((left?.batches.length ?? 0) > 0, `the killed server left batches in the journal for the next start to replay (${left?.batches.length})`)
 
   const second = await startServer(dataDir, first.child.pid)
   children.push(second.child)

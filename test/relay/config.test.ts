@@ -103,6 +103,14 @@ t.test('data.max_clock_skew_ms: default 30000, an integer 0..600000', async t =>
   }
 })
 
+t.test('data.journal_mb: default 16, an integer 0..1024', async t => {
+  t.equal(validateConfig({}).data.journal_mb, 16)
+  t.equal(validateConfig({ data: { journal_mb: 0 } }).data.journal_mb, 0)
+  for (const [v, problem] of [[-1, 'data.journal_mb: must be >= 0'], [0.5, 'data.journal_mb: must be integer'], [1025, 'data.journal_mb: must be <= 1024'], ['16', 'data.journal_mb: must be integer']] as const) {
+    try { validateConfig({ data: { journal_mb: v } }); t.fail('accepted') } catch (err) { t.same((err as ConfigError).problems, [problem]) }
+  }
+})
+
 t.test('data.session_gap_seconds is validated like the other keys', async t => {
   t.equal(validateConfig({ data: { session_gap_seconds: 60 } }).data.session_gap_seconds, 60)
   for (const [v, problem] of [[0, 'data.session_gap_seconds: must be > 0'], ['300', 'data.session_gap_seconds: must be number'], [86401, 'data.session_gap_seconds: must be <= 86400']] as const) {
