@@ -97,6 +97,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
   try { await mkdir(dataDir, { recursive: true, mode: 0o700 }) } catch (err) { throw dataDirError(dataDir, err) }
   const store = await Store.open(dataDir)
   const stack: Array<() => Promise<void>> = [async () => { await store.close() }]
+  if (store.replayedBatches > 0) log.warn({ batches: store.replayedBatches }, 'the last stop was not clean: batches of readings replayed from the write-ahead journal')
   // The write-ahead journal of acknowledged readings is made in the background; until then, a sync batch per group.
   if (config.data.journal_mb > 0 && JOURNAL_SUPPORTED) {
     store.startJournal(config.data.journal_mb * 1024 * 1024).then(

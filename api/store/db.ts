@@ -214,6 +214,7 @@ export class Store implements AtomicBatch {
     }
     if (found === undefined) return
     for (const b of found.batches) await this.db.batch(b.ops as never, NO_SYNC)
+    this.replayedBatches = found.batches.length
     const journal = await Journal.open(path, found, this.journaled)
     this.journaled.journal = journal
     this.journalReady = false
@@ -246,6 +247,8 @@ export class Store implements AtomicBatch {
 
   /** Whether batches written with `journal: true` go through the journal now (false: they are sync batches). */
   journalReady = false
+  /** How many batches the open replayed from the journal (more than 0 only after an unclean stop). */
+  replayedBatches = 0
 
   /** The sublevel of one aggregate (JSON values unless an encoding is given). */
   sub<V> (name: string, valueEncoding: 'json' | 'view' | 'buffer' | 'utf8' = 'json'): Sub<V> {

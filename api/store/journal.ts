@@ -19,7 +19,7 @@
 // replaying a record writes exactly what was written, and replaying it twice changes nothing. Replay (at open)
 // applies, in order, the records after the checkpoint whose sequence numbers follow each other without a gap.
 import { constants } from 'node:fs'
-import { open, rename, rm, stat, type FileHandle } from 'node:fs/promises'
+import { open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { crc32 } from 'node:zlib'
 
@@ -268,27 +268,24 @@ async function syncDir (path: string): Promise<void> {
  */
 export async function createJournal (path: string, size: number, checkpoint: number): Promise<void> {
   const tmp = `${path}.tmp`
-  const fh = await open(tmp, 'w', 0o600)
   try {
-    const zeros = Buffer.alloc(1 << 20)
-    for (let at = 0; at < size; at += zeros.length) await writeAt(fh, zeros.subarray(0, Math.min(zeros.length, size - at)), at)
-    // Header number n goes in slot n % 2: the next one (2) then goes in the other slot than this one.
-    await writeAt(fh, encodeHeader({ counter: 1, checkpoint, size }), SLOT)
-    await fh.sync()
-  } finally {
-    await fh.close()
+    const fh = await open(tmp, 'w', 0o600)
+    try {
+      const zeros = Buffer.alloc(1 << 20)
+      for (let at = 0; at < size; at += zeros.length) await writeAt(fh, zeros.subarray(0, Math.min(zeros.length, size - at)), at)
+      // Header number n goes in slot n % 2: the next one (2) then goes in the other slot than this one.
+      await writeAt(fh, encodeHeader({ counter: 1, checkpoint, size }), SLOT)
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+    await rename(tmp, path)
+  } catch (err) {
+    // E.g. no space left for it: nothing half-made stays behind.
+    await rm(tmp, { force: true })
+    throw err
   }
-  await rename(tmp, path)
   await syncDir(path)
-}
-
-/** The size of the journal file at `path`, or undefined when there is none. */
-export async function journalSize (path: string): Promise<number | undefined> {
-  try { return (await stat(path)).size } catch { return undefined }
-}
-
-export async function removeJournal (path: string): Promise<void> {
-  await rm(`${path}.tmp`, { force: true })
 }
 
 /**

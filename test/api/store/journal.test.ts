@@ -9,6 +9,8 @@ import { Store, journalPath } from '../../../api/store/db.ts'
 import { AREA_START, createJournal, decodeBatch, encodeBatch, encodeCancel, readJournal, type JournalOp } from '../../../api/store/journal.ts'
 
 const MiB = 1024 * 1024
+/** Makes a batch about 1.2 kB in the journal. */
+const PAD = 'x'.repeat(1000)
 
 async function tempDir (t: { teardown (fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'hr-journal-'))
@@ -24,9 +26,9 @@ async function journaled (dir: string, bytes = MiB): Promise<Store> {
 }
 
 /** One batch of the kind the pipeline writes: a JSON value, a binary value and a delete. */
-function batchOps (store: Store, i: number): any[] {
+function batchOps (store: Store, i: number, pad = ''): any[] {
   return [
-    { type: 'put', sublevel: store.sub('t'), key: `k${String(i).padStart(5, '0')}`, value: { n: i, name: `reading ${i} ♥` } },
+    { type: 'put', sublevel: store.sub('t'), key: `k${String(i).padStart(5, '0')}`, value: { n: i, name: `reading ${i} ♥${pad}` } },
     { type: 'put', sublevel: store.sub('r', 'view'), key: `r${i}`, value: Uint8Array.of(i & 255, 0, 255) },
     { type: 'del', sublevel: store.sub('t'), key: 'gone' }
   ]
@@ -87,6 +89,7 @@ t.test('journaled batches lost from LevelDB come back from the journal at the ne
 
   store = await Store.open(dir)
   t.teardown(async () => { await store.close() })
+  t.equal(store.replayedBatches, 200, 'the open says how many it replayed (the service logs it)')
   t.same(await values(store, 200), Array.from({ length: 200 }, (_, i) => i + 1), 'every batch is back')
   t.same(await store.sub('r', 'view').get('r200'), Buffer.of(200, 0, 255), 'binary values byte for byte')
   t.equal(await store.sub('t').get('gone'), undefined, 'deletes are replayed too')
@@ -121,14 +124,14 @@ t.test('when a half fills, writing moves on and a checkpoint flushes LevelDB to 
   t.teardown(async () => { await store.close() })
   const tables = async (): Promise<number> => (await readdir(join(dir, 'db'))).filter(f => f.endsWith('.ldb')).length
   t.equal(await tables(), 0, 'no table file before')
-  // Each batch is about 170 bytes in the journal: 8,000 of them fill more than the two halves of 1 MiB.
-  for (let i = 1; i <= 8000; i++) await store.batch(batchOps(store, i), { journal: true })
+  // Each batch is about 1.2 kB in the journal: 1,200 of them fill more than the two halves of 1 MiB.
+  for (let i = 1; i <= 1200; i++) await store.batch(batchOps(store, i, PAD), { journal: true })
   const j = await readJournal(journalPath(dir))
-  t.ok((j?.checkpoint ?? 0) > 3000, `checkpoints covered the first halves (${j?.checkpoint})`)
-  t.ok((j?.batches.length ?? 0) > 0 && (j?.batches.length ?? 0) < 8000 - 3000, `what is after the checkpoint is replayable (${j?.batches.length})`)
-  t.equal(j?.lastSeq, 8000, 'the last record is the last batch')
+  t.ok((j?.checkpoint ?? 0) > 400, `checkpoints covered the first halves (${j?.checkpoint})`)
+  t.ok((j?.batches.length ?? 0) > 0 && (j?.batches.length ?? 0) < 1200 - 400, `what is after the checkpoint is replayable (${j?.batches.length})`)
+  t.equal(j?.lastSeq, 1200, 'the last record is the last batch')
   t.ok(await tables() >= 1, 'the checkpoint flushed the memtable to a table file')
-  t.same((await values(store, 8000)).filter((v, i) => v !== i + 1), [], 'every batch is readable')
+  t.same((await values(store, 1200)).filter((v, i) => v !== i + 1), [], 'every batch is readable')
 })
 
 t.test('a torn record ends replay: the records before it come back, nothing after it is applied', async t => {
@@ -209,10 +212,21 @@ t.test('before the journal is ready, a journaled batch is a sync batch', async t
   t.equal(await readJournal(journalPath(dir)), undefined, 'no journal file was made')
 })
 
+t.test('a clean close leaves nothing to replay', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  for (let i = 1; i <= 30; i++) await store.batch(batchOps(store, i), { journal: true })
+  await store.close()
+  store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.equal(store.replayedBatches, 0)
+  t.same((await values(store, 30)).filter((v, i) => v !== i + 1), [], 'and every batch is in LevelDB')
+})
+
 t.test('the header is written to its two slots in turn: a torn header write leaves the one before it', async t => {
   const dir = await tempDir(t)
   let store = await journaled(dir)
-  for (let i = 1; i <= 8000; i++) await store.batch(batchOps(store, i), { journal: true })
+  for (let i = 1; i <= 1200; i++) await store.batch(batchOps(store, i, PAD), { journal: true })
   await store.close()
   const buf = await readFile(journalPath(dir))
   const counters = [buf.readDoubleLE(8), buf.readDoubleLE(512 + 8)]
@@ -224,5 +238,5 @@ t.test('the header is written to its two slots in turn: a torn header write leav
   await fh.close()
   store = await Store.open(dir)
   t.teardown(async () => { await store.close() })
-  t.same((await values(store, 8000)).filter((v, i) => v !== i + 1), [], 'the older header is used, and every batch is there')
+  t.same((await values(store, 1200)).filter((v, i) => v !== i + 1), [], 'the older header is used, and every batch is there')
 })
