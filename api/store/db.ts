@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level, type BatchOperation, type BatchOptions } from 'level'
 import type { BatchOp, Sub } from './sublevel.ts'
-import { Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type Recovered } from './journal.ts'
+import { JOURNAL_SUPPORTED, Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type Recovered } from './journal.ts'
 import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
@@ -227,6 +227,7 @@ export class Store implements AtomicBatch {
    */
   startJournal (bytes: number): Promise<void> {
     this.journalStarting ??= (async () => {
+      if (!JOURNAL_SUPPORTED) throw new Error('this platform cannot open a file with O_DSYNC')
       const path = journalPath(this.dir)
       let journal = this.journaled.journal
       if (journal !== undefined && journal.size !== bytes) {

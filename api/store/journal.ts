@@ -282,7 +282,7 @@ export async function createJournal (path: string, size: number, checkpoint: num
     await rename(tmp, path)
   } catch (err) {
     // E.g. no space left for it: nothing half-made stays behind.
-    await rm(tmp, { force: true })
+    await rm(tmp, { force: true }).catch(() => undefined)
     throw err
   }
   await syncDir(path)

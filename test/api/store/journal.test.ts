@@ -2,7 +2,7 @@
 // a sync when the journal is on) comes back from the journal at the next open. A power cut is simulated by putting
 // back a copy of LevelDB's directory taken before the batches, beside the journal as it was after them.
 import t from 'tap'
-import { cp, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store, journalPath } from '../../../api/store/db.ts'
@@ -239,4 +239,17 @@ t.test('the header is written to its two slots in turn: a torn header write leav
   store = await Store.open(dir)
   t.teardown(async () => { await store.close() })
   t.same((await values(store, 1200)).filter((v, i) => v !== i + 1), [], 'the older header is used, and every batch is there')
+})
+
+t.test('a journal that cannot be made leaves the store on sync batches, and nothing half-made', async t => {
+  const dir = await tempDir(t)
+  const store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  // A directory where the journal's temporary file would go: opening it for writing fails (EISDIR).
+  await mkdir(`${journalPath(dir)}.tmp`)
+  await t.rejects(store.startJournal(MiB), { code: 'EISDIR' })
+  t.equal(store.journalReady, false)
+  await store.batch(batchOps(store, 1), { journal: true })
+  t.same(await values(store, 1), [1], 'batches are still stored, with a sync batch')
+  t.equal(await readJournal(journalPath(dir)), undefined, 'no journal')
 })
