@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level, type BatchOperation, type BatchOptions } from 'level'
 import type { BatchOp, Sub } from './sublevel.ts'
-import { JOURNAL_SUPPORTED, Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type Recovered } from './journal.ts'
+import { JOURNAL_SUPPORTED, MIN_JOURNAL_BYTES, Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type Recovered } from './journal.ts'
 import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
@@ -137,7 +137,8 @@ class JournaledLevel extends Level<string, unknown> {
     const [wrote, written] = await Promise.allSettled([level, journal.append(operations)])
     if (wrote.status === 'rejected') {
       // In the journal but not in LevelDB: replay must not apply it (the pipeline plans on the store without it).
-      if (written.status === 'fulfilled' && written.value !== undefined) await journal.cancel(written.value)
+      // A cancel that fails marks the journal for a checkpoint before its next record (which then covers this one).
+      if (written.status === 'fulfilled' && written.value !== undefined) await journal.cancel(written.value).catch(() => undefined)
       throw wrote.reason
     }
     if (written.status === 'rejected') throw written.reason
@@ -228,6 +229,7 @@ export class Store implements AtomicBatch {
   startJournal (bytes: number): Promise<void> {
     this.journalStarting ??= (async () => {
       if (!JOURNAL_SUPPORTED) throw new Error('this platform cannot open a file with O_DSYNC')
+      if (!(bytes >= MIN_JOURNAL_BYTES)) throw new RangeError(`a journal needs at least ${MIN_JOURNAL_BYTES} bytes (asked: ${bytes})`)
       const path = journalPath(this.dir)
       let journal = this.journaled.journal
       if (journal !== undefined && journal.size !== bytes) {

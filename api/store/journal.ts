@@ -330,7 +330,7 @@ export class Journal {
 
   /**
    * Writes a batch's record; resolves with its sequence number once it is on the disk, or with undefined when the
-   * batch is larger than half the journal (the caller writes that one with a sync batch, after `checkpointAll`).
+   * batch is larger than half the journal (the caller makes that one durable with `checkpointAll`, a flush).
    */
   append (ops: readonly JournalOp[]): Promise<number | undefined> {
     const run = this.tail.then(async () => await this.write(rec => encodeBatch(rec, ops)))
@@ -390,8 +390,11 @@ export class Journal {
   }
 
   private async writeHeader (checkpoint: number): Promise<void> {
-    const counter = this.counter++
+    const counter = this.counter
     await writeAt(this.fh, encodeHeader({ counter, checkpoint, size: this.size }), (counter % 2) * SLOT)
+    // Only after the write: a failed (perhaps torn) one is retried in the same slot, never in the slot that holds
+    // the last whole header.
+    this.counter++
     this.checkpointed = checkpoint
   }
 

@@ -241,6 +241,14 @@ t.test('the header is written to its two slots in turn: a torn header write leav
   t.same((await values(store, 1200)).filter((v, i) => v !== i + 1), [], 'the older header is used, and every batch is there')
 })
 
+t.test('a journal smaller than its minimum is refused with the figures', async t => {
+  const dir = await tempDir(t)
+  const store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  await t.rejects(store.startJournal(4096), { name: 'RangeError', message: 'a journal needs at least 135168 bytes (asked: 4096)' })
+  t.equal(store.journalReady, false)
+})
+
 t.test('a journal that cannot be made leaves the store on sync batches, and nothing half-made', async t => {
   const dir = await tempDir(t)
   const store = await Store.open(dir)
