@@ -128,9 +128,14 @@ class JournaledLevel extends Level<string, unknown> {
   /** LevelDB writes of journaled batches still in flight: a checkpoint's flush waits for them. */
   readonly inflight = new Set<Promise<void>>()
 
-  async _batch (operations: JournalOp[], options: BatchOptions<string, unknown>): Promise<void> {
+  // Not an async function: every other batch goes to classic-level as before, with no promise added.
+  _batch (operations: JournalOp[], options: BatchOptions<string, unknown>): Promise<void> {
     const journal = this.journal
-    if (options !== JOURNALED || journal === undefined) return await levelBatch.call(this, operations, options === JOURNALED ? SYNC : options)
+    if (options !== JOURNALED || journal === undefined) return levelBatch.call(this, operations, options === JOURNALED ? SYNC : options)
+    return this.journaledBatch(operations, journal)
+  }
+
+  private async journaledBatch (operations: JournalOp[], journal: Journal): Promise<void> {
     const level = levelBatch.call(this, operations, NO_SYNC)
     this.inflight.add(level)
     void level.then(() => this.inflight.delete(level), () => this.inflight.delete(level))
