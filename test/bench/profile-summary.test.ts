@@ -10,10 +10,11 @@ import { join } from 'node:path'
 import { selfTimes, summarizeProfile, type Profile } from '../../bench/profile-summary.ts'
 
 // Says "ready", spins until it sees the wall clock jump (it was stopped), then spins 300 ms more in another function.
+// The clock is first read before "ready" is written: a stop that comes before the loop's first read (the parent,
+// woken by "ready", may stop the child at once) is still a jump from that reading.
 const SCRIPT = `
-function spinUntilStopped () {
+function spinUntilStopped (last) {
   const deadline = Date.now() + 20000
-  let last = Date.now()
   for (;;) {
     const now = Date.now()
     if (now - last > 800) return
@@ -22,8 +23,9 @@ function spinUntilStopped () {
   }
 }
 function spinAfterStop (ms) { const end = Date.now() + ms; while (Date.now() < end); }
+const before = Date.now()
 process.stdout.write('ready\\n')
-spinUntilStopped()
+spinUntilStopped(before)
 spinAfterStop(300)
 `
 
