@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readJournal } from '../../api/store/journal.ts'
 
-async function startServer (dataDir: string, previousPid?: number): Promise<{ child: ChildProcess, url: string, admin: string }> {
+async function startServer (dataDir: string, previousPid?: number): Promise<{ child: ChildProcess, url: string, admin: string, output: () => string }> {
   // The per-token rate limit (default 20/s) is turned off: this test writes in bursts.
   const configFile = join(dataDir, '..', `${dataDir.split('/').pop() ?? 'x'}.config.json`)
   await writeFile(configFile, JSON.stringify({ http: { rate_limit_per_second: 0 } }))
@@ -31,7 +31,7 @@ async function startServer (dataDir: string, previousPid?: number): Promise<{ ch
   })()
   const info = await Promise.race([ready, exited])
   const admin = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim()
-  return { child, url: info.url, admin }
+  return { child, url: info.url, admin, output: () => output }
 }
 
 async function adminCall (url: string, admin: string, method: string, path: string, body?: unknown): Promise<any> {
@@ -80,6 +80,10 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   const second = await startServer(dataDir, first.child.pid)
   children.push(second.child)
   const stored = await adminCall(second.url, second.admin, 'GET', '/admin/readings/alice')
+  // Logged before the server wrote its address, so it is in the output by now.
+  const replayed = second.output().split('\n').filter(l => l.includes('replayed from the write-ahead journal')).map(l => JSON.parse(l) as { level: number, batches: number })
+  t.equal(replayed.length, 1, 'the restart warns once')
+  t.match(replayed[0], { level: 40, batches: left?.batches.length }, 'a warning, with the number of batches it replayed')
   const times = new Set((stored.readings as Array<{ measured_at: number }>).map(r => r.measured_at))
   t.equal(acknowledged.filter(x => !times.has(x)).length, 0, 'no acknowledged reading is missing')
   t.equal(stored.readings.length, 100)
