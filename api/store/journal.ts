@@ -54,10 +54,10 @@ const KIND_CANCEL = 2
 /** Whether this platform can open a file with O_DSYNC (Linux, macOS); elsewhere the store keeps sync batches. */
 export const JOURNAL_SUPPORTED = typeof constants.O_DSYNC === 'number'
 
-/** The journal cannot be read: both header slots are damaged. */
+/** The journal cannot be read: both header slots are damaged, or the file is not the size its header says. */
 export class JournalDamagedError extends Error {
-  constructor (readonly path: string) {
-    super(`the journal ${path} is damaged (no valid header); move it away to open the store without it: readings acknowledged in the last seconds before the stop may then be missing`)
+  constructor (readonly path: string, problem = 'no valid header') {
+    super(`the journal ${path} is damaged (${problem}); move it away to open the store without it: readings acknowledged in the last seconds before the stop may then be missing`)
     this.name = 'JournalDamagedError'
   }
 }
@@ -214,6 +214,8 @@ export async function readJournal (path: string): Promise<Recovered | undefined>
     const size = (await fh.stat()).size
     const header = newestHeader(await readAt(fh, 0, 2 * SLOT))
     if (header === undefined) throw new JournalDamagedError(path)
+    // A cut-short copy: its halves would be read at other offsets than they were written at.
+    if (header.size !== size) throw new JournalDamagedError(path, `${size} bytes, its header says ${header.size}`)
     const half = Math.floor((size - AREA_START) / 2)
     const live: Rec[] = []
     let lastSeq = header.checkpoint

@@ -2,7 +2,7 @@
 // a sync when the journal is on) comes back from the journal at the next open. A power cut is simulated by putting
 // back a copy of LevelDB's directory taken before the batches, beside the journal as it was after them.
 import t from 'tap'
-import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store, journalPath } from '../../../api/store/db.ts'
@@ -174,6 +174,15 @@ t.test('a journal whose two header slots are damaged stops the open with a clear
   await fh.write(Buffer.alloc(1024, 0x55), 0, 1024, 0)
   await fh.close()
   await t.rejects(Store.open(dir), { name: 'StoreOpenError', code: 'HR_STORE_OPEN', message: /the journal .*journal is damaged \(no valid header\); move it away/ })
+})
+
+t.test('a journal cut short (a partial copy) stops the open with a clear error too', async t => {
+  const dir = await tempDir(t)
+  const store = await journaled(dir)
+  await store.batch(batchOps(store, 1), { journal: true })
+  await store.close()
+  await truncate(journalPath(dir), MiB / 2)
+  await t.rejects(Store.open(dir), { name: 'StoreOpenError', code: 'HR_STORE_OPEN', message: /journal is damaged \(524288 bytes, its header says 1048576\); move it away/ })
 })
 
 t.test('a batch larger than half the journal is made durable by a checkpoint', async t => {
