@@ -223,7 +223,6 @@ export class Store implements AtomicBatch {
     this.replayedBatches = found.batches.length
     const journal = await Journal.open(path, found, this.journaled)
     this.journaled.journal = journal
-    this.journalReady = false
     await journal.checkpointAll()
   }
 
@@ -237,15 +236,17 @@ export class Store implements AtomicBatch {
       if (!(bytes >= MIN_JOURNAL_BYTES)) throw new RangeError(`a journal needs at least ${MIN_JOURNAL_BYTES} bytes (asked: ${bytes})`)
       const path = journalPath(this.dir)
       let journal = this.journaled.journal
+      let lastSeq = journal?.lastSeq ?? 0
       if (journal !== undefined && journal.size !== bytes) {
         this.journaled.journal = undefined
         await journal.close()
+        lastSeq = journal.lastSeq
         journal = undefined
       }
       if (journal === undefined) {
-        const from = journalFrom(await readJournal(path).catch(() => undefined))
-        await createJournal(path, bytes, from.lastSeq)
-        journal = await Journal.open(path, { ...from, checkpoint: from.lastSeq, counter: 1, size: bytes }, this.journaled)
+        // Sequence numbers go on after the old journal's (none when there was no journal at open).
+        await createJournal(path, bytes, lastSeq)
+        journal = await Journal.open(path, { checkpoint: lastSeq, counter: 1, lastSeq }, this.journaled)
       }
       this.journaled.journal = journal
       this.journalReady = true
@@ -313,9 +314,4 @@ export class Store implements AtomicBatch {
       if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close()
     }
   }
-}
-
-/** Where a new journal's sequence numbers start: after every one the old journal (if any) used. */
-function journalFrom (old: Recovered | undefined): Recovered {
-  return old ?? { batches: [], checkpoint: 0, counter: 0, lastSeq: 0, size: 0 }
 }

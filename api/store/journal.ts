@@ -181,15 +181,17 @@ export interface Checkpointer {
   flush (): Promise<void>
 }
 
-/** The records after the checkpoint, in order, that replay applies; and the highest sequence number in the file. */
-export interface Recovered {
-  batches: Array<{ seq: number, ops: ReplayOp[] }>
-  /** The header's checkpoint and counter. */
+/** Where a journal stands: its header's checkpoint and counter, and the highest sequence number in it. */
+export interface JournalPosition {
   checkpoint: number
   counter: number
-  /** The highest sequence number in the file (every later record gets a higher one). */
+  /** Every later record gets a higher one. */
   lastSeq: number
-  size: number
+}
+
+/** A journal as read at open: where it stands, and the records after the checkpoint, in order, that replay applies. */
+export interface Recovered extends JournalPosition {
+  batches: Array<{ seq: number, ops: ReplayOp[] }>
 }
 
 async function readAt (fh: FileHandle, at: number, length: number): Promise<Buffer> {
@@ -245,7 +247,7 @@ export async function readJournal (path: string): Promise<Recovered | undefined>
     }
     const batches = inOrder.filter(r => r.kind === KIND_BATCH && !cancelled.has(r.seq)).map(r => ({ seq: r.seq, ops: decodeBatch(r.payload) }))
     for (const rec of live) if (rec.seq > lastSeq) lastSeq = rec.seq
-    return { batches, checkpoint: header.checkpoint, counter: header.counter, lastSeq, size }
+    return { batches, checkpoint: header.checkpoint, counter: header.counter, lastSeq }
   } finally {
     await fh.close()
   }
@@ -309,7 +311,7 @@ export class Journal {
 
   private broken = false
 
-  private constructor (private readonly fh: FileHandle, readonly size: number, from: Recovered, private readonly store: Checkpointer) {
+  private constructor (private readonly fh: FileHandle, readonly size: number, from: JournalPosition, private readonly store: Checkpointer) {
     this.seq = from.lastSeq
     this.checkpointed = from.checkpoint
     this.counter = from.counter + 1
@@ -319,10 +321,11 @@ export class Journal {
   }
 
   /**
-   * Opens the journal read by readJournal for writing. While its records after the checkpoint are not yet covered
-   * by one (replay applies them, then checkpointAll covers them), the first append checkpoints everything first.
+   * Opens the journal at `path`, standing where `from` says (read by readJournal, or made by createJournal), for
+   * writing. While its records after the checkpoint are not yet covered by one (replay applies them, then
+   * checkpointAll covers them), the first append checkpoints everything first.
    */
-  static async open (path: string, from: Recovered, store: Checkpointer): Promise<Journal> {
+  static async open (path: string, from: JournalPosition, store: Checkpointer): Promise<Journal> {
     const fh = await open(path, constants.O_RDWR | constants.O_DSYNC)
     const size = (await fh.stat()).size
     return new Journal(fh, size, from, store)

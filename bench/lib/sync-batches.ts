@@ -17,11 +17,12 @@
 // journal wraps round when full: a real journal would be checkpointed before
 // its space is reused; this one only measures the disk path, and the store is
 // thrown away on close.
-import { closeSync, constants, fsyncSync, openSync, write as writeAt, writeSync } from 'node:fs'
+import { closeSync, constants, openSync, write as writeAt } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Level } from 'level'
+import { createJournal } from '../../api/store/journal.ts'
 
 /** How a batch is made durable: a LevelDB sync batch (hr-relay's way), or a preallocated journal beside a LevelDB batch without sync. */
 export type DurableMode = 'sync' | 'journal'
@@ -59,7 +60,7 @@ export class SyncBatches {
     const dir = await mkdtemp(join(tmpdir(), 'hr-relay-bench-durable-'))
     const db = new Level<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' })
     await db.open()
-    return new SyncBatches(dir, db, mode === 'journal' ? openJournal(join(dir, 'journal')) : -1)
+    return new SyncBatches(dir, db, mode === 'journal' ? await openJournal(join(dir, 'journal')) : -1)
   }
 
   /** Stores `value` under `prefix` and a sequence number; `done` runs once its batch is durable. */
@@ -106,14 +107,13 @@ export class SyncBatches {
   }
 }
 
-/** Creates the journal zero-filled and synced, so that every block of it is allocated and written; opens it with O_DSYNC. */
-function openJournal (path: string): number {
-  const zeros = Buffer.alloc(1 << 20)
-  const fd = openSync(path, 'w')
-  try {
-    for (let done = 0; done < JOURNAL_BYTES; done += zeros.length) writeSync(fd, zeros)
-    fsyncSync(fd)
-  } finally { closeSync(fd) }
+/**
+ * Creates the journal zero-filled and synced as hr-relay's store does (api/store/journal.ts), so that every block of
+ * it is allocated and written; opens it with O_DSYNC. Its header is overwritten by the first records: this journal
+ * is never read back.
+ */
+async function openJournal (path: string): Promise<number> {
+  await createJournal(path, JOURNAL_BYTES, 0)
   return openSync(path, constants.O_RDWR | constants.O_DSYNC)
 }
 
