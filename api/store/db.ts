@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level, type BatchOperation, type BatchOptions } from 'level'
 import type { BatchOp, Sub } from './sublevel.ts'
-import { JOURNAL_SUPPORTED, MIN_JOURNAL_BYTES, Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type Recovered } from './journal.ts'
+import { DEFAULT_TIMING, JOURNAL_SUPPORTED, MIN_JOURNAL_BYTES, Journal, JournalDamagedError, createJournal, readJournal, type JournalOp, type JournalTiming, type Recovered } from './journal.ts'
 import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
@@ -139,7 +139,15 @@ class JournaledLevel extends Level<string, unknown> {
     const level = levelBatch.call(this, operations, NO_SYNC)
     this.inflight.add(level)
     void level.then(() => this.inflight.delete(level), () => this.inflight.delete(level))
-    const [wrote, written] = await Promise.allSettled([level, journal.append(operations)])
+    // The record is written on this thread while a pool thread writes LevelDB, where it can be (JournalTiming).
+    let record: number | Promise<number | undefined>
+    try {
+      const now = journal.appendNow(operations)
+      record = now === false ? journal.append(operations) : now
+    } catch (err) {
+      record = Promise.reject(err)
+    }
+    const [wrote, written] = await Promise.allSettled([level, record])
     if (wrote.status === 'rejected') {
       // In the journal but not in LevelDB: replay must not apply it (the pipeline plans on the store without it).
       // A cancel that fails marks the journal for a checkpoint before its next record (which then covers this one).
@@ -228,9 +236,10 @@ export class Store implements AtomicBatch {
 
   /**
    * Turns the journal on for batches written with `journal: true`: it is made (or remade at a new size) in the
-   * background, and until it is ready those batches are sync batches. `bytes` is its size.
+   * background, and until it is ready those batches are sync batches. `bytes` is its size; `timing` says which
+   * records are written on the event loop's thread (tests and benchmarks set it).
    */
-  startJournal (bytes: number): Promise<void> {
+  startJournal (bytes: number, timing: Readonly<JournalTiming> = DEFAULT_TIMING): Promise<void> {
     this.journalStarting ??= (async () => {
       if (!JOURNAL_SUPPORTED) throw new Error('this platform cannot open a file with O_DSYNC')
       if (!(bytes >= MIN_JOURNAL_BYTES)) throw new RangeError(`a journal needs at least ${MIN_JOURNAL_BYTES} bytes (asked: ${bytes})`)
@@ -246,12 +255,18 @@ export class Store implements AtomicBatch {
       if (journal === undefined) {
         // Sequence numbers go on after the old journal's (none when there was no journal at open).
         await createJournal(path, bytes, lastSeq)
-        journal = await Journal.open(path, { checkpoint: lastSeq, counter: 1, lastSeq }, this.journaled)
+        journal = await Journal.open(path, { checkpoint: lastSeq, counter: 1, lastSeq }, this.journaled, timing)
       }
+      journal.timing = timing
       this.journaled.journal = journal
       this.journalReady = true
     })()
     return this.journalStarting
+  }
+
+  /** How many journal records were written on the event loop's thread and on the thread pool (none: no journal yet). */
+  get journalWrites (): Readonly<{ onThread: number, pool: number }> | undefined {
+    return this.journaled.journal?.writes
   }
 
   /** Whether batches written with `journal: true` go through the journal now (false: they are sync batches). */

@@ -6,7 +6,8 @@
 // fdatasync waits for an unbound kernel worker to convert the new blocks' extents. When other processes keep the
 // cores busy, that worker waits for a core for hundreds of milliseconds, and every acknowledgement with it
 // (bench/README.md, "The targets not met"). Overwriting blocks that are already written and synced changes no
-// metadata, so the write returns when the data is on the disk.
+// metadata, so the write returns when the data is on the disk. A small group's record is written on the event
+// loop's thread, a larger one on the thread pool (JournalTiming).
 //
 // Layout: two header slots (0 and 512, written alternately, so that one is whole whatever a power cut tears),
 // then the record area from 4096, in two halves. Records fill one half from its start; when the next record does
@@ -18,7 +19,7 @@
 // payload. A batch's payload is its operations as LevelDB takes them (keys and values already encoded), so that
 // replaying a record writes exactly what was written, and replaying it twice changes nothing. Replay (at open)
 // applies, in order, the records after the checkpoint whose sequence numbers follow each other without a gap.
-import { constants } from 'node:fs'
+import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs'
 import { open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { crc32 } from 'node:zlib'
@@ -48,6 +49,67 @@ const SLOT = 512
 export const AREA_START = 4096
 /** The smallest journal: two halves that each hold a few batches. */
 export const MIN_JOURNAL_BYTES = AREA_START + 2 * 64 * 1024
+/**
+ * Where a record is written. A small group's (a few readings: the event loop has little else to do) is written on
+ * the calling thread, while a pool thread writes LevelDB: the event loop then sleeps once, in the write, instead of
+ * waking for a thread-pool job's answer. Beside busy processes each wake-up is a wait for a core, so that is one
+ * wait fewer on every acknowledgement (bench/README.md, "The store's write-ahead journal"). The next group could
+ * not be written before this one is anyway (one group is in flight at a time), so what waits with it is only the
+ * rest of the event loop's work, for the time of one small write.
+ *
+ * A larger group's record goes to the thread pool: the event loop is busy, and plans the next group while the
+ * pool writes. So do all records while the disk is slow (an SD card that stalls), for a while, so that the event
+ * loop does not wait for it.
+ */
+export interface JournalTiming {
+  /** Records up to this many bytes may be written on the calling thread. */
+  onThreadBytes: number
+  /**
+   * The median time on the disk of the last WINDOW such writes above this (ms; a write's wall time less the time its
+   * thread then waited for a core): the disk is slow, and records go to the pool...
+   */
+  slowMedianMs: number
+  /** ... as they do after any one write that was on the disk longer than this (ms) ... */
+  stallMs: number
+  /** ... for this long (ms); then the calling thread is tried again. */
+  poolMs: number
+}
+
+export const DEFAULT_TIMING: Readonly<JournalTiming> = Object.freeze({ onThreadBytes: 16 * 1024, slowMedianMs: 10, stallMs: 100, poolMs: 10_000 })
+/** How many writes on the calling thread each median is taken over. */
+const WINDOW = 8
+
+/**
+ * How long the calling thread has waited for a core so far (ms: the second field of /proc/thread-self/schedstat),
+ * so that a write's time on the disk can be told from the time its thread then waited for a core. Beside busy
+ * processes that wait is most of a write's wall time, and it says nothing of the disk. 0 where the kernel keeps no
+ * schedstat (a write's wall time is then its time on the disk).
+ */
+class CoreWait {
+  /** null until the first reading; undefined where there is no such file. */
+  private fd: number | null | undefined = null
+  private readonly buf = Buffer.alloc(64)
+
+  ms (): number {
+    if (this.fd === null) {
+      try { this.fd = openSync('/proc/thread-self/schedstat', 'r') } catch { this.fd = undefined }
+    }
+    if (this.fd === undefined) return 0
+    try {
+      const line = this.buf.toString('latin1', 0, readSync(this.fd, this.buf, 0, this.buf.length, 0))
+      const ns = Number(line.split(' ')[1])
+      return Number.isFinite(ns) ? ns / 1e6 : 0
+    } catch {
+      this.close()
+      return 0
+    }
+  }
+
+  close (): void {
+    if (typeof this.fd === 'number') closeSync(this.fd)
+    this.fd = undefined
+  }
+}
 const KIND_BATCH = 1
 const KIND_CANCEL = 2
 
@@ -294,8 +356,9 @@ export async function createJournal (path: string, size: number, checkpoint: num
 }
 
 /**
- * An open journal. Appends are serialized (each record is written after the one before it has returned), so that
- * a record on the disk means every record before it is too.
+ * An open journal. Appends are serialized (each record is written after the one before it has returned, whichever
+ * thread writes it: appendNow writes only when nothing is queued), so that a record on the disk means every record
+ * before it is too.
  */
 export class Journal {
   private seq: number
@@ -306,12 +369,22 @@ export class Journal {
   /** The last sequence number written in each half, or 0 when the half holds nothing newer than a checkpoint. */
   private readonly halfLast = [0, 0]
   private tail: Promise<unknown> = Promise.resolve()
+  /** Appends, cancels and checkpoints queued on `tail` and not yet settled. */
+  private queued = 0
+  /** Until when (performance.now()) records go to the thread pool: the disk was slow (see JournalTiming). */
+  private poolUntil = 0
+  /** How long the last writes on the calling thread were on the disk (ms), WINDOW at a time. */
+  private readonly diskMs = new Float64Array(WINDOW)
+  private timed = 0
+  private readonly coreWait = new CoreWait()
+  /** Records written on the calling thread and on the thread pool. */
+  readonly writes = { onThread: 0, pool: 0 }
   private checkpointing: Promise<void> | undefined
   private readonly halfBytes: number
 
   private broken = false
 
-  private constructor (private readonly fh: FileHandle, readonly size: number, from: JournalPosition, private readonly store: Checkpointer) {
+  private constructor (private readonly fh: FileHandle, readonly size: number, from: JournalPosition, private readonly store: Checkpointer, public timing: Readonly<JournalTiming>) {
     this.seq = from.lastSeq
     this.checkpointed = from.checkpoint
     this.counter = from.counter + 1
@@ -325,10 +398,10 @@ export class Journal {
    * writing. While its records after the checkpoint are not yet covered by one (replay applies them, then
    * checkpointAll covers them), the first append checkpoints everything first.
    */
-  static async open (path: string, from: JournalPosition, store: Checkpointer): Promise<Journal> {
+  static async open (path: string, from: JournalPosition, store: Checkpointer, timing: Readonly<JournalTiming> = DEFAULT_TIMING): Promise<Journal> {
     const fh = await open(path, constants.O_RDWR | constants.O_DSYNC)
     const size = (await fh.stat()).size
-    return new Journal(fh, size, from, store)
+    return new Journal(fh, size, from, store, timing)
   }
 
   /** The sequence number of the last record written. */
@@ -339,15 +412,65 @@ export class Journal {
    * batch is larger than half the journal (the caller makes that one durable with `checkpointAll`, a flush).
    */
   append (ops: readonly JournalOp[]): Promise<number | undefined> {
-    const run = this.tail.then(async () => await this.write(rec => encodeBatch(rec, ops)))
-    this.tail = run.catch(() => undefined)
-    return run
+    return this.queue(async () => await this.write(rec => encodeBatch(rec, ops)))
+  }
+
+  /**
+   * Writes a batch's record on the calling thread (see JournalTiming) when nothing is queued before it and nothing
+   * has to be waited for: its sequence number once it is on the disk, or false when the batch has to go through
+   * `append` instead. Throws when the write fails.
+   */
+  appendNow (ops: readonly JournalOp[]): number | false {
+    if (this.queued > 0 || this.broken || (this.poolUntil !== 0 && performance.now() < this.poolUntil)) return false
+    const seq = this.seq + 1
+    const rec = encodeBatch(seq, ops)
+    if (rec.length > this.timing.onThreadBytes || rec.length > this.halfBytes) return false
+    if (this.pos + rec.length > this.halfBytes) {
+      // The other half is free only once its checkpoint is done; waiting for it is append's.
+      if (this.halfLast[1 - this.half] !== 0 || this.checkpointing !== undefined) return false
+      this.turnHalf()
+    }
+    const at = AREA_START + this.half * this.halfBytes + this.pos
+    this.pos += rec.length
+    this.seq = seq
+    const waited = this.coreWait.ms()
+    const started = performance.now()
+    try {
+      for (let done = 0; done < rec.length;) done += writeSync(this.fh.fd, rec, done, rec.length - done, at + done)
+    } catch (err) {
+      this.broken = true
+      throw err
+    }
+    this.halfLast[this.half] = seq
+    this.writes.onThread++
+    this.timeWrite(started, waited)
+    return seq
+  }
+
+  /** Sends records to the thread pool for a while when the disk was slow for writes on the calling thread. */
+  private timeWrite (started: number, waited: number): void {
+    const now = performance.now()
+    const disk = now - started - (this.coreWait.ms() - waited)
+    this.diskMs[this.timed++] = disk
+    let slow = disk > this.timing.stallMs
+    if (!slow && this.timed === WINDOW) {
+      const sorted = this.diskMs.slice().sort()
+      slow = (sorted[WINDOW / 2 - 1]! + sorted[WINDOW / 2]!) / 2 > this.timing.slowMedianMs
+    }
+    if (this.timed === WINDOW || slow) this.timed = 0
+    this.poolUntil = slow ? now + this.timing.poolMs : 0
   }
 
   /** Records that the batch `seq` did not reach LevelDB, so that replay skips it. */
   cancel (seq: number): Promise<number | undefined> {
-    const run = this.tail.then(async () => await this.write(rec => encodeCancel(rec, seq)))
-    this.tail = run.catch(() => undefined)
+    return this.queue(async () => await this.write(rec => encodeCancel(rec, seq)))
+  }
+
+  /** Runs `fn` after every append, cancel and checkpoint queued before it. */
+  private queue<T> (fn: () => Promise<T>): Promise<T> {
+    this.queued++
+    const run = this.tail.then(fn)
+    this.tail = run.then(() => { this.queued-- }, () => { this.queued-- })
     return run
   }
 
@@ -362,6 +485,7 @@ export class Journal {
     this.seq = seq
     try {
       await writeAt(this.fh, rec, at)
+      this.writes.pool++
     } catch (err) {
       // The half may now hold a torn record, and replay stops at it: nothing more is written before a checkpoint
       // covers every record so far.
@@ -376,9 +500,14 @@ export class Journal {
   private async switchHalf (): Promise<void> {
     const other = 1 - this.half
     while (this.halfLast[other] !== 0) await (this.checkpointing ?? this.checkpoint(other))
+    this.turnHalf()
+  }
+
+  /** Moves writing to the other half, which its checkpoint has freed, and starts the full one's checkpoint. */
+  private turnHalf (): void {
     const full = this.half
     const upTo = this.seq
-    this.half = other
+    this.half = 1 - full
     this.pos = 0
     this.checkpointing = this.checkpoint(full, upTo)
     this.checkpointing.catch(() => undefined)
@@ -409,9 +538,7 @@ export class Journal {
    * is left to replay; writing starts again at the first half.
    */
   checkpointAll (): Promise<void> {
-    const run = this.tail.then(async () => { await this.coverAll() })
-    this.tail = run.catch(() => undefined)
-    return run
+    return this.queue(async () => { await this.coverAll() })
   }
 
   private async coverAll (): Promise<void> {
@@ -429,11 +556,13 @@ export class Journal {
 
   /** Checkpoints everything and closes the file. */
   async close (): Promise<void> {
+    this.coreWait.close()
     try { await this.checkpointAll() } finally { await this.fh.close() }
   }
 
   /** Closes the file without a checkpoint (LevelDB is closed already): the next open replays what is left. */
   async abandon (): Promise<void> {
+    this.coreWait.close()
     await this.tail
     await this.fh.close()
   }

@@ -6,7 +6,7 @@ import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeF
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store, journalPath } from '../../../api/store/db.ts'
-import { AREA_START, createJournal, decodeBatch, encodeBatch, encodeCancel, readJournal, type JournalOp } from '../../../api/store/journal.ts'
+import { AREA_START, createJournal, decodeBatch, encodeBatch, encodeCancel, readJournal, type JournalOp, type JournalTiming } from '../../../api/store/journal.ts'
 
 const MiB = 1024 * 1024
 /** Makes a batch about 1.2 kB in the journal. */
@@ -19,11 +19,14 @@ async function tempDir (t: { teardown (fn: () => unknown): void }): Promise<stri
 }
 
 /** A store whose journal is on and ready. */
-async function journaled (dir: string, bytes = MiB): Promise<Store> {
+async function journaled (dir: string, bytes = MiB, timing?: JournalTiming): Promise<Store> {
   const store = await Store.open(dir)
-  await store.startJournal(bytes)
+  await store.startJournal(bytes, timing)
   return store
 }
+
+/** Records up to 2,000 bytes on the event loop's thread, whatever the disk's speed (the tests' machines are shared). */
+const ANY_DISK: JournalTiming = { onThreadBytes: 2000, slowMedianMs: Infinity, stallMs: Infinity, poolMs: 60_000 }
 
 /** One batch of the kind the pipeline writes: a JSON value, a binary value and a delete. */
 function batchOps (store: Store, i: number, pad = ''): any[] {
@@ -209,6 +212,55 @@ t.test('a new size remakes the journal, and its sequence numbers go on after the
   await store.batch(batchOps(store, 6), { journal: true })
   const j = await readJournal(journalPath(dir))
   t.same(j?.batches.map(b => b.seq), [6], 'the first record of the new journal is number 6')
+})
+
+t.test('small records are written on the event loop\'s thread, larger ones on the thread pool', async t => {
+  const dir = await tempDir(t)
+  const store = await journaled(dir, MiB, ANY_DISK)
+  t.teardown(async () => { await store.close() })
+  for (let i = 1; i <= 10; i++) await store.batch(batchOps(store, i), { journal: true })
+  t.same(store.journalWrites, { onThread: 10, pool: 0 }, 'a batch of about 200 bytes: on the thread')
+  for (let i = 11; i <= 13; i++) await store.batch(batchOps(store, i, PAD + PAD), { journal: true })
+  t.same(store.journalWrites, { onThread: 10, pool: 3 }, 'about 2.2 kB: on the pool')
+  t.same(await values(store, 13), Array.from({ length: 13 }, (_, i) => i + 1))
+})
+
+t.test('a slow disk sends the records to the thread pool for a while', async t => {
+  const dir = await tempDir(t)
+  // Every write counts as slow: the median of the first eight sends the rest to the pool.
+  let store = await journaled(dir, MiB, { ...ANY_DISK, slowMedianMs: -Infinity })
+  for (let i = 1; i <= 20; i++) await store.batch(batchOps(store, i), { journal: true })
+  t.same(store.journalWrites, { onThread: 8, pool: 12 }, 'slow by their median: eight writes on the thread, then the pool')
+  await store.close()
+  // One write longer than the stall bound is enough.
+  store = await journaled(dir, MiB, { ...ANY_DISK, stallMs: -Infinity })
+  t.teardown(async () => { await store.close() })
+  for (let i = 1; i <= 20; i++) await store.batch(batchOps(store, i), { journal: true })
+  t.same(store.journalWrites, { onThread: 1, pool: 19 }, 'one stalled write: the rest on the pool')
+  t.same(await values(store, 20), Array.from({ length: 20 }, (_, i) => i + 1))
+})
+
+t.test('records written by both threads, at the same time, all come back after a power cut', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir, MiB, ANY_DISK)
+  await store.close()
+  const snapshot = await snapshotOf(dir)
+  store = await journaled(dir, MiB, ANY_DISK)
+  // Thirty waves of ten batches at once, every fifth too large for the thread: the first four of a wave are written
+  // on the thread, the fifth goes to the pool, and the five after it queue behind it there.
+  for (let wave = 0; wave < 30; wave++) {
+    await Promise.all(Array.from({ length: 10 }, async (_, k) => {
+      await store.batch(batchOps(store, wave * 10 + k + 1, k % 5 === 4 ? PAD + PAD : ''), { journal: true })
+    }))
+  }
+  t.same(store.journalWrites, { onThread: 120, pool: 180 }, 'both threads wrote, one record a batch')
+  const before = await readJournal(journalPath(dir))
+  t.equal(before?.batches.length, 300, 'replay reads all 300: their sequence numbers follow each other in the file')
+  await powerCut(dir, store, snapshot)
+  store = await Store.open(dir)
+  t.teardown(async () => { await store.close() })
+  t.equal(store.replayedBatches, 300)
+  t.same((await values(store, 300)).filter((v, i) => v !== i + 1), [], 'every batch is back')
 })
 
 t.test('before the journal is ready, a journaled batch is a sync batch', async t => {
