@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os'
 import { fleet, freshCopy } from './lib/fleet.ts'
 import { syncFigure } from './lib/disk.ts'
 import { deliveryOne, receiptsWhenComplete, type Delivery } from './lib/latency.ts'
-import { bucketPercentile, histogramBetween, parseIngestHistogram, type IngestHistogram } from './lib/metrics.ts'
+import { bucketPercentile, histogramBetween, parseIngestHistogram, parseJournalWrites, type IngestHistogram, type JournalWrites } from './lib/metrics.ts'
 import { schedBetween, schedOf, ticksPerSecond, type SchedSample, type SchedWindow } from './lib/cpu.ts'
 import { parseRuntime, runtimeBetween, type RuntimeScrape, type RuntimeWindow } from './lib/runtime-window.ts'
 import { allCpus, pinProcess, reniceProcess, signalAll, startHog } from './lib/hog.ts'
@@ -48,7 +48,7 @@ export interface StallProbe { before: () => Promise<void>, after: () => Promise<
  * thread, wake-ups, preemptions, time runnable without a core; from /proc) and, for hr-relay, its
  * pipeline's submit → durable times.
  */
-export interface Stalls { runtime: RuntimeWindow, sched?: SchedWindow, pipeline?: IngestHistogram }
+export interface Stalls { runtime: RuntimeWindow, sched?: SchedWindow, pipeline?: IngestHistogram, journal?: JournalWrites }
 
 /** Samples a process's threads before a window and gives what they did in it (undefined where /proc cannot be read). */
 function schedProbe (pid: number): { before: () => Promise<void>, after: () => Promise<SchedWindow | undefined> } {
@@ -77,13 +77,14 @@ const probed = (stalls: Stalls | undefined, receiving: SchedWindow | undefined):
 /** hr-relay's stalls, from two scrapes of its /metrics. */
 function metricsProbe (httpUrl: string, pid: number): StallProbe {
   const sched = schedProbe(pid)
-  let first: { runtime?: RuntimeScrape, pipeline?: IngestHistogram } = {}
+  let first: { runtime?: RuntimeScrape, pipeline?: IngestHistogram, journal?: JournalWrites } = {}
   const scrape = async (): Promise<typeof first> => {
     const res = await fetch(`${httpUrl}/metrics`)
     const text = res.status === 200 ? await res.text() : ''
     const runtime = parseRuntime(text, performance.now())
     const pipeline = parseIngestHistogram(text)
-    return { ...(runtime === undefined ? {} : { runtime }), ...(pipeline === undefined ? {} : { pipeline }) }
+    const journal = parseJournalWrites(text)
+    return { ...(runtime === undefined ? {} : { runtime }), ...(pipeline === undefined ? {} : { pipeline }), ...(journal === undefined ? {} : { journal }) }
   }
   return {
     async before () { first = await scrape(); await sched.before() },
@@ -92,7 +93,8 @@ function metricsProbe (httpUrl: string, pid: number): StallProbe {
       const last = await scrape()
       if (first.runtime === undefined || last.runtime === undefined) return undefined
       const pipeline = first.pipeline === undefined || last.pipeline === undefined ? undefined : histogramBetween(first.pipeline, last.pipeline)
-      return { runtime: runtimeBetween(first.runtime, last.runtime), ...(s === undefined ? {} : { sched: s }), ...(pipeline === undefined ? {} : { pipeline }) }
+      const journal = first.journal === undefined || last.journal === undefined ? undefined : { eventLoop: last.journal.eventLoop - first.journal.eventLoop, pool: last.journal.pool - first.journal.pool }
+      return { runtime: runtimeBetween(first.runtime, last.runtime), ...(s === undefined ? {} : { sched: s }), ...(pipeline === undefined ? {} : { pipeline }), ...(journal === undefined ? {} : { journal }) }
     }
   }
 }
@@ -376,7 +378,12 @@ function roundStalls (s: Stalls | undefined, readings: number): string {
   if (s === undefined) return ''
   const wait = s.sched?.mainRunDelayUs === undefined || readings <= 0 ? '' : `, main thread without a core ${fmt(s.sched.mainRunDelayUs / readings)} µs/reading`
   const pipeline = s.pipeline === undefined || s.pipeline.count === 0 ? '' : `, submit → durable mean ${fmt(s.pipeline.meanMs)} ms`
-  return `; hr-relay GC ${fmt(s.runtime.gcMs)} ms in ${s.runtime.gcPauses} pauses, timer late at worst ${fmt(s.runtime.loopLateMaxMs)} ms${wait}${pipeline}`
+  return `; hr-relay GC ${fmt(s.runtime.gcMs)} ms in ${s.runtime.gcPauses} pauses, timer late at worst ${fmt(s.runtime.loopLateMaxMs)} ms${wait}${pipeline}${journalSplit(s.journal)}`
+}
+
+/** Where the window's journal records were written (README.md, "Durability: the write-ahead journal"). */
+function journalSplit (j: JournalWrites | undefined): string {
+  return j === undefined || j.eventLoop + j.pool === 0 ? '' : `, journal records ${j.eventLoop} on the event loop and ${j.pool} on the pool`
 }
 
 function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {
@@ -385,7 +392,7 @@ function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefi
   const one = (s: Stalls): string => `${s.runtime.gcPauses} GC ${s.runtime.gcPauses === 1 ? 'pause' : 'pauses'} in ${s.runtime.seconds.toFixed(1)} s (mean ${(s.runtime.gcMs / Math.max(1, s.runtime.gcPauses)).toFixed(1)} ms), a 10 ms timer late by p99 ${fmt(s.runtime.loopLateP99Ms)} ms and at worst ${fmt(s.runtime.loopLateMaxMs)} ms${sched(s.sched)}`
   if (ours === undefined) return `stalls, ${what}: hr-relay exports no GC or event-loop figures at /metrics`
   const p = ours.pipeline
-  const pipeline = p === undefined || p.count === 0 ? '' : `; its pipeline, submit → durable (/metrics): ${p.count} readings, mean ${fmt(p.meanMs)} ms, p99 <= ${bucketPercentile(p, 99)} ms (bucket bound)`
+  const pipeline = p === undefined || p.count === 0 ? '' : `; its pipeline, submit → durable (/metrics): ${p.count} readings, mean ${fmt(p.meanMs)} ms, p99 <= ${bucketPercentile(p, 99)} ms (bucket bound)${journalSplit(ours.journal)}`
   return `stalls, ${what}: hr-relay ${one(ours)}${pipeline}${ref === undefined ? '' : `; bare Aedes ${one(ref)}`}`
 }
 

@@ -142,6 +142,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
     stack.push(async () => { offStored() })
     metrics.trackIngestDrops(() => data.pipeline.counters.dropped)
     metrics.trackClockSkewCorrected(() => data.pipeline.counters.clock_skew_corrected)
+    metrics.trackJournalWrites(() => store.journalWrites)
     metrics.trackWebSocketClients(() => data.hub.streams.open)
     const services: Services = {
       store,

@@ -54,10 +54,15 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   await adminCall(first.url, first.admin, 'POST', '/admin/users', { username: 'alice', password: 'password123' })
   const { access_token: token } = await adminCall(first.url, first.admin, 'POST', '/admin/tokens', { username: 'alice', scope: 'data:heart_rate:write data:statistics:read' })
 
-  // The write-ahead journal (data.journal_mb, default 16) is made in the background after the start: wait for it, so
-  // that these writes are acknowledged through it.
+  // The write-ahead journal (data.journal_mb, default 16) is made in the background after the start: wait for it (its
+  // counters appear in /metrics once it is in use), so that these writes are acknowledged through it.
   const journal = join(dataDir, 'readings-journal')
-  while (await stat(journal).then(() => false, () => true)) await new Promise(resolve => setTimeout(resolve, 20))
+  const journalWrites = async (): Promise<number | undefined> => {
+    const text = await (await fetch(`${first.url}/metrics`)).text()
+    const counts = [...text.matchAll(/^hr_relay_journal_writes_total\{thread="(?:event_loop|pool)"\} (\d+)$/gm)].map(m => Number(m[1]))
+    return counts.length === 2 ? (counts[0] ?? 0) + (counts[1] ?? 0) : undefined
+  }
+  while (await journalWrites() === undefined) await new Promise(resolve => setTimeout(resolve, 20))
   t.equal((await stat(journal)).size, 16 * 1024 * 1024, 'a journal of the default 16 MiB')
 
   const start = Date.now() - 120_000
@@ -69,6 +74,7 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   }
   // 40 one after another, then 60 in concurrent bursts of 20 (grouped writes).
   for (let i = 0; i < 40; i++) await post(i)
+  t.equal(await journalWrites(), 40, 'one journal record for each of the 40 writes one after another (/metrics)')
   for (let b = 0; b < 3; b++) await Promise.all(Array.from({ length: 20 }, async (_, j) => { await post(40 + b * 20 + j) }))
   const killed = new Promise(resolve => first.child.once('exit', resolve))
   first.child.kill('SIGKILL')

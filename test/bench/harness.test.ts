@@ -143,6 +143,13 @@ t.test('the ingest histogram is read from Prometheus text', async t => {
   t.equal(parseIngestHistogram('nothing'), undefined)
 })
 
+t.test('the journal\'s records by thread are read from Prometheus text', async t => {
+  const { parseJournalWrites } = await import('../../bench/lib/metrics.ts')
+  const text = '# TYPE hr_relay_journal_writes_total gauge\nhr_relay_journal_writes_total{thread="event_loop"} 1200\nhr_relay_journal_writes_total{thread="pool"} 34\n'
+  t.same(parseJournalWrites(text), { eventLoop: 1200, pool: 34 })
+  t.equal(parseJournalWrites('# TYPE hr_relay_journal_writes_total gauge\n'), undefined, 'no journal yet')
+})
+
 t.test('--quick keeps a stopped worker that can reset and hands it to the next start of the same file', async t => {
   reuseWorkers(true)
   t.teardown(async () => { reuseWorkers(false); await stopIdleWorkers() })
