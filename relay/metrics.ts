@@ -37,7 +37,7 @@ export class Metrics {
     this.upstreamSent = new Counter({ name: 'hr_relay_upstream_sent_total', help: 'Readings acknowledged by the upstream broker (PUBACK)', registers })
     this.upstreamDropped = new Counter({ name: 'hr_relay_upstream_dropped_total', help: 'Readings dropped from a full upstream queue (oldest first)', registers })
     this.ingestDrops = new Gauge({ name: 'hr_relay_ingest_dropped_total', help: 'Readings the ingest pipeline accepted but did not store, by reason (monotonic)', labelNames: ['reason'], registers })
-    this.journalWrites = new Gauge({ name: 'hr_relay_journal_writes_total', help: 'Records written to the write-ahead journal, by thread: event_loop while the disk answers fast, pool otherwise (monotonic)', labelNames: ['thread'], registers })
+    this.journalWrites = new Gauge({ name: 'hr_relay_journal_writes_total', help: 'Records written to the write-ahead journal, by thread: event_loop for a small group while the disk answers fast, pool otherwise (monotonic)', labelNames: ['thread'], registers })
     this.clockSkew = new Gauge({ name: 'hr_relay_clock_skew_corrected_total', help: 'Readings ahead of the relay clock by at most data.max_clock_skew_ms, stored at receive time, by source (monotonic)', labelNames: ['source'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
