@@ -139,11 +139,16 @@ function put (buf: Buffer, at: number, x: string | Uint8Array): number {
   return at + x.byteLength
 }
 
-/** A batch record: header, then per operation its flags, key length, key, value length and value. */
-export function encodeBatch (seq: number, ops: readonly JournalOp[]): Buffer {
-  let size = 0
+/** The size of a batch's record, header included. */
+function batchRecordBytes (ops: readonly JournalOp[]): number {
+  let size = RECORD_HEAD
   for (const op of ops) size += 5 + byteLength(op.key) + (op.type === 'put' ? 4 + byteLength(op.value ?? '') : 0)
-  const buf = Buffer.allocUnsafe(RECORD_HEAD + size)
+  return size
+}
+
+/** A batch record: header, then per operation its flags, key length, key, value length and value. */
+export function encodeBatch (seq: number, ops: readonly JournalOp[], bytes = batchRecordBytes(ops)): Buffer {
+  const buf = Buffer.allocUnsafe(bytes)
   let at = RECORD_HEAD
   for (const op of ops) {
     const isPut = op.type === 'put'
@@ -422,14 +427,16 @@ export class Journal {
    */
   appendNow (ops: readonly JournalOp[]): number | false {
     if (this.queued > 0 || this.broken || (this.poolUntil !== 0 && performance.now() < this.poolUntil)) return false
-    const seq = this.seq + 1
-    const rec = encodeBatch(seq, ops)
-    if (rec.length > this.timing.onThreadBytes || rec.length > this.halfBytes) return false
-    if (this.pos + rec.length > this.halfBytes) {
+    // Sized before it is encoded: a record that goes to `append` is encoded there, once.
+    const bytes = batchRecordBytes(ops)
+    if (bytes > this.timing.onThreadBytes || bytes > this.halfBytes) return false
+    if (this.pos + bytes > this.halfBytes) {
       // The other half is free only once its checkpoint is done; waiting for it is append's.
       if (this.halfLast[1 - this.half] !== 0 || this.checkpointing !== undefined) return false
       this.turnHalf()
     }
+    const seq = this.seq + 1
+    const rec = encodeBatch(seq, ops, bytes)
     const at = AREA_START + this.half * this.halfBytes + this.pos
     this.pos += rec.length
     this.seq = seq
