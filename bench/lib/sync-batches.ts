@@ -16,13 +16,16 @@
 // unwritten-extent conversion on a kernel worker, as an append does. The
 // journal wraps round when full: a real journal would be checkpointed before
 // its space is reused; this one only measures the disk path, and the store is
-// thrown away on close.
-import { closeSync, constants, openSync, write as writeAt } from 'node:fs'
+// thrown away on close. As in hr-relay's store, a record of up to
+// DEFAULT_TIMING.onThreadBytes (a group of a few readings) is written on the
+// event loop's thread with writeSync, right after LevelDB's batch has gone to
+// a pool thread; a larger one goes to the pool too.
+import { closeSync, constants, openSync, write as writeAt, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Level } from 'level'
-import { createJournal } from '../../api/store/journal.ts'
+import { createJournal, DEFAULT_TIMING } from '../../api/store/journal.ts'
 
 /** How a batch is made durable: a LevelDB sync batch (hr-relay's way), or a preallocated journal beside a LevelDB batch without sync. */
 export type DurableMode = 'sync' | 'journal'
@@ -102,8 +105,17 @@ export class SyncBatches {
       failed ??= err
       if (--left === 0) settle(failed)
     }
-    writeAt(this.journal, record, 0, record.length, at, err => { half(err) })
     this.db.batch(ops).then(() => { half(null) }, (err: Error) => { half(err) })
+    if (record.length > DEFAULT_TIMING.onThreadBytes) {
+      writeAt(this.journal, record, 0, record.length, at, err => { half(err) })
+      return
+    }
+    try {
+      writeSync(this.journal, record, 0, record.length, at)
+      half(null)
+    } catch (err) {
+      half(err as Error)
+    }
   }
 }
 
