@@ -3,7 +3,7 @@
 // reference: the same server idle. Disk: bytes per stored reading after
 // compaction (db.compactRange), for one user's 1 Hz readings loaded through
 // the store's batch path, over the same store compacted before the load.
-import { rm } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
 import { fleet, freshCopy, type Fleet } from './lib/fleet.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
@@ -28,6 +28,15 @@ function heapSummary (all: ReadonlyArray<{ rss: number, heap?: HeapScrape }>, st
     return used.length === 0 ? 'not read' : `${mb(Math.max(...used))} MB`
   }
   return `V8 heap (/metrics, once a second) at the highest RSS sample read with it (RSS ${mb(top.rss)} MB): ${mb(top.heap.total)} MB committed, ${mb(top.heap.used)} MB used, ${mb(top.heap.external)} MB external; the rest of the RSS is native (node, LevelDB, sockets, malloc). Largest heap used in the steady window: ${largest(steady)}; over the whole window: ${largest(withHeap)}`
+}
+
+/** Where the idle RSS is: anonymous memory (V8's heap, malloc, stacks) and the file-backed pages (node's code, libraries). */
+async function idleSplit (pid: number, url: string): Promise<string> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024
+  const heap = await heapOf(url)
+  const inHeap = heap === undefined ? 'V8 heap not read' : `V8 heap ${mb(heap.total)} MB committed, ${mb(heap.used)} MB used`
+  return `idle RSS: ${mb(kb('RssAnon'))} MB anonymous (${inHeap}; the rest malloc, LevelDB, stacks), ${mb(kb('RssFile') + kb('RssShmem'))} MB file-backed (node's code and libraries)`
 }
 
 const sizes = (quick: boolean): { devices: number, viewers: number } => quick ? { devices: 25, viewers: 25 } : { devices: 2000, viewers: 500 }
@@ -70,11 +79,12 @@ export const footprint: Scenario = {
       await viewers.stop(); await load.stop()
       throw err
     }
-    let idle: number; let peak = 0; let steady = 0; let stats: LoadStats; let heapNote = ''
+    let idle: number; let peak = 0; let steady = 0; let stats: LoadStats; let heapNote = ''; let idleNote = ''
     try {
       const port = requireMqtt(server)
       await sleep(ctx.quick ? 500 : 3000)
       idle = await server.rss()
+      idleNote = await idleSplit(server.pid, server.url)
       await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))
       let done = false
       const running = load.call<LoadStats>('run', port, f.devices.slice(0, nd), durationS).finally(() => { done = true })
@@ -109,6 +119,7 @@ export const footprint: Scenario = {
       notes: [
         `load generator (device-sim/load.ts): ${stats.sent} sent, ${stats.acked} acknowledged, ${stats.failed} failed, ${stats.in_flight} in flight, ${stats.skipped} skipped, ${stats.connect_failed} connections refused`,
         `disk: ${disk.readings} readings of one user at 1 Hz through the batch path; ${disk.before} bytes compacted before, ${disk.after} after (readings, per-minute rollups and latest included)`,
+        idleNote,
         heapNote,
         `server environment from deploy/hr-relay.service: ${Object.entries(unitEnv).map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`,
         compiled === undefined ? 'the server runs its TypeScript through the load hook (--quick: no build), which adds the hook thread and compiled sources to the RSS' : 'the server runs the compiled build (scripts/build.mjs, as `npm run build`), as in production'
