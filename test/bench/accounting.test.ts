@@ -30,4 +30,6 @@ t.test('footprint reports steady, peak and idle RSS, each against its own target
   t.same(idle?.target, { text: 'idle RSS <= 80 MB', met: true })
   const over = rssFigures({ idle: 81 * MB, steady: 151 * MB, peak: 180 * MB }, 25, 25)
   t.same(over.map(f => f.target?.met), [false, true, false])
+  t.equal(over[2]?.name, 'RSS idle (started, nothing connected)', 'one start: the plain label')
+  t.equal(rssFigures({ idle: 70 * MB, steady: 140 * MB, peak: 150 * MB }, 2000, 500, 3)[2]?.name, 'RSS idle (started, nothing connected; the median of 3 starts)')
 })
