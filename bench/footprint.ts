@@ -8,7 +8,7 @@ import { fleet, freshCopy, type Fleet } from './lib/fleet.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure } from './lib/results.ts'
 import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
-import { requireMqtt, startServer } from './lib/server.ts'
+import { requireMqtt, startServer, type BenchServer } from './lib/server.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
 import { compiledEntry } from './lib/build.ts'
 import { rssFigures } from './lib/accounting.ts'
@@ -43,9 +43,9 @@ async function idleSplit (pid: number, url: string): Promise<string> {
 /** Starts of the server whose idle RSS a full run takes the median of. */
 const IDLE_STARTS = 3
 
-/** The idle RSS of one more start of the server on a fresh copy of the fleet, 3 s after it is ready. */
-async function idleRss (f: Fleet, env: Record<string, string>, compiled: string | undefined): Promise<number> {
-  const server = await startServer({ dataDir: await freshCopy(f), removeDataDir: true, env, ...(compiled === undefined ? {} : { compiledEntry: compiled }) })
+/** The idle RSS of one more start of the server, 3 s after it is ready. */
+async function idleRss (start: () => Promise<BenchServer>): Promise<number> {
+  const server = await start()
   try {
     await sleep(3000)
     return await server.rss()
@@ -83,13 +83,13 @@ export const footprint: Scenario = {
     const f = await fleet(nd, ctx.log)
     // Production runs a build (`npm run build`); --quick saves the 25 s compile and runs the sources through the load hook.
     const compiled = ctx.quick ? undefined : await compiledEntry()
-    const dataDir = await freshCopy(f)
     const unitEnv = await serviceEnvironment()
+    // On a fresh copy of the fleet, as systemd runs it: the unit's Environment= (MALLOC_ARENA_MAX=2, 1 MB semi-spaces).
+    const start = async (): Promise<BenchServer> => await startServer({ dataDir: await freshCopy(f), removeDataDir: true, env: unitEnv, ...(compiled === undefined ? {} : { compiledEntry: compiled }) })
     const [load, viewers] = await bothOrNeither(Worker.start('workers/sim-load.ts'), Worker.start('workers/ws-viewers.ts'))
     let server
     try {
-      // As systemd runs it: the unit's Environment= (MALLOC_ARENA_MAX=2, 1 MB semi-spaces).
-      server = await startServer({ dataDir, removeDataDir: true, env: unitEnv, ...(compiled === undefined ? {} : { compiledEntry: compiled }) })
+      server = await start()
     } catch (err) {
       await viewers.stop(); await load.stop()
       throw err
@@ -103,7 +103,7 @@ export const footprint: Scenario = {
       idleNote = await idleSplit(server.pid, server.url)
       // The idle RSS is set by the start (it is the same from the second after it on) and differs between starts
       // by up to ~9 MB (malloc's and V8's state after the start's collections): a full run takes the median of three.
-      for (let i = 1; i < IDLE_STARTS && !ctx.quick; i++) idles.push(await idleRss(f, unitEnv, compiled))
+      for (let i = 1; i < IDLE_STARTS && !ctx.quick; i++) idles.push(await idleRss(start))
       idle = percentile([...idles].sort((a, b) => a - b), 50)
       await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))
       let done = false

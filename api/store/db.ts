@@ -255,7 +255,7 @@ export class Store implements AtomicBatch {
       if (journal === undefined) {
         // Sequence numbers go on after the old journal's (none when there was no journal at open).
         await createJournal(path, bytes, lastSeq)
-        journal = await Journal.open(path, { checkpoint: lastSeq, counter: 1, lastSeq }, this.journaled, timing)
+        journal = await Journal.open(path, { checkpoint: lastSeq, counter: 1, lastSeq }, this.journaled)
       }
       journal.timing = timing
       this.journaled.journal = journal

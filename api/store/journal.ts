@@ -389,7 +389,7 @@ export class Journal {
 
   private broken = false
 
-  private constructor (private readonly fh: FileHandle, readonly size: number, from: JournalPosition, private readonly store: Checkpointer, public timing: Readonly<JournalTiming>) {
+  private constructor (private readonly fh: FileHandle, readonly size: number, from: JournalPosition, private readonly store: Checkpointer, public timing: Readonly<JournalTiming> = DEFAULT_TIMING) {
     this.seq = from.lastSeq
     this.checkpointed = from.checkpoint
     this.counter = from.counter + 1
@@ -403,10 +403,10 @@ export class Journal {
    * writing. While its records after the checkpoint are not yet covered by one (replay applies them, then
    * checkpointAll covers them), the first append checkpoints everything first.
    */
-  static async open (path: string, from: JournalPosition, store: Checkpointer, timing: Readonly<JournalTiming> = DEFAULT_TIMING): Promise<Journal> {
+  static async open (path: string, from: JournalPosition, store: Checkpointer): Promise<Journal> {
     const fh = await open(path, constants.O_RDWR | constants.O_DSYNC)
     const size = (await fh.stat()).size
-    return new Journal(fh, size, from, store, timing)
+    return new Journal(fh, size, from, store)
   }
 
   /** The sequence number of the last record written. */
@@ -437,9 +437,7 @@ export class Journal {
     }
     const seq = this.seq + 1
     const rec = encodeBatch(seq, ops, bytes)
-    const at = AREA_START + this.half * this.halfBytes + this.pos
-    this.pos += rec.length
-    this.seq = seq
+    const at = this.claim(rec, seq)
     const waited = this.coreWait.ms()
     const started = performance.now()
     try {
@@ -481,15 +479,21 @@ export class Journal {
     return run
   }
 
+  /** Takes the place of record `seq` at the end of the current half: its offset in the file. */
+  private claim (rec: Buffer, seq: number): number {
+    const at = AREA_START + this.half * this.halfBytes + this.pos
+    this.pos += rec.length
+    this.seq = seq
+    return at
+  }
+
   private async write (make: (seq: number) => Buffer): Promise<number | undefined> {
     if (this.broken) await this.coverAll()
     const seq = this.seq + 1
     const rec = make(seq)
     if (rec.length > this.halfBytes) return undefined
     if (this.pos + rec.length > this.halfBytes) await this.switchHalf()
-    const at = AREA_START + this.half * this.halfBytes + this.pos
-    this.pos += rec.length
-    this.seq = seq
+    const at = this.claim(rec, seq)
     try {
       await writeAt(this.fh, rec, at)
       this.writes.pool++

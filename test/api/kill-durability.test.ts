@@ -7,6 +7,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readJournal } from '../../api/store/journal.ts'
+import { parseJournalWrites } from '../../bench/lib/metrics.ts'
 
 async function startServer (dataDir: string, previousPid?: number): Promise<{ child: ChildProcess, url: string, admin: string, output: () => string }> {
   // The per-token rate limit (default 20/s) is turned off: this test writes in bursts.
@@ -58,9 +59,8 @@ t.test('every acknowledged reading survives SIGKILL', async t => {
   // counters appear in /metrics once it is in use), so that these writes are acknowledged through it.
   const journal = join(dataDir, 'readings-journal')
   const journalWrites = async (): Promise<number | undefined> => {
-    const text = await (await fetch(`${first.url}/metrics`)).text()
-    const counts = [...text.matchAll(/^hr_relay_journal_writes_total\{thread="(?:event_loop|pool)"\} (\d+)$/gm)].map(m => Number(m[1]))
-    return counts.length === 2 ? (counts[0] ?? 0) + (counts[1] ?? 0) : undefined
+    const w = parseJournalWrites(await (await fetch(`${first.url}/metrics`)).text())
+    return w === undefined ? undefined : w.eventLoop + w.pool
   }
   while (await journalWrites() === undefined) await new Promise(resolve => setTimeout(resolve, 20))
   t.equal((await stat(journal)).size, 16 * 1024 * 1024, 'a journal of the default 16 MiB')
