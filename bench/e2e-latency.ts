@@ -93,7 +93,7 @@ function metricsProbe (httpUrl: string, pid: number): StallProbe {
       const last = await scrape()
       if (first.runtime === undefined || last.runtime === undefined) return undefined
       const pipeline = first.pipeline === undefined || last.pipeline === undefined ? undefined : histogramBetween(first.pipeline, last.pipeline)
-      const journal = first.journal === undefined || last.journal === undefined ? undefined : { eventLoop: last.journal.eventLoop - first.journal.eventLoop, pool: last.journal.pool - first.journal.pool }
+      const journal = first.journal === undefined || last.journal === undefined ? undefined : { eventLoop: last.journal.eventLoop - first.journal.eventLoop, pool: last.journal.pool - first.journal.pool, sync: last.journal.sync - first.journal.sync }
       return { runtime: runtimeBetween(first.runtime, last.runtime), ...(s === undefined ? {} : { sched: s }), ...(pipeline === undefined ? {} : { pipeline }), ...(journal === undefined ? {} : { journal }) }
     }
   }
@@ -381,9 +381,10 @@ function roundStalls (s: Stalls | undefined, readings: number): string {
   return `; hr-relay GC ${fmt(s.runtime.gcMs)} ms in ${s.runtime.gcPauses} pauses, timer late at worst ${fmt(s.runtime.loopLateMaxMs)} ms${wait}${pipeline}${journalSplit(s.journal)}`
 }
 
-/** Where the window's journal records were written (README.md, "Durability: the write-ahead journal"). */
+/** Where the window's journal records were written, and how many groups were sync batches (README.md, "Durability: the write-ahead journal"). */
 function journalSplit (j: JournalWrites | undefined): string {
-  return j === undefined || j.eventLoop + j.pool === 0 ? '' : `, journal records ${j.eventLoop} on the event loop and ${j.pool} on the pool`
+  if (j === undefined || j.eventLoop + j.pool + j.sync === 0) return ''
+  return `, journal records ${j.eventLoop} on the event loop and ${j.pool} on the pool${j.sync === 0 ? '' : `, ${j.sync} groups as sync batches`}`
 }
 
 function stallNote (what: string, ours: Stalls | undefined, ref: Stalls | undefined): string {

@@ -56,7 +56,8 @@ export const ConfigSchema = Section({
     stream_gap_seconds: Type.Number({ exclusiveMinimum: 0, maximum: 3600, default: 5, description: 'readings further apart than this do not count as streamed time' }),
     session_gap_seconds: Type.Number({ exclusiveMinimum: 0, maximum: 86400, default: 300, description: 'a gap between readings longer than this starts a new training session (GET /api/v1/data/sessions)' }),
     max_clock_skew_ms: Type.Integer({ minimum: 0, maximum: 600000, default: 30000, description: 'a reading at most this far ahead of the relay clock is stored at receive time; further ahead it is refused' }),
-    journal_mb: Type.Integer({ minimum: 0, maximum: 1024, default: 16, description: 'size of the write-ahead journal that makes acknowledged readings durable (MiB, at least 1); 0: a LevelDB sync batch per group instead' })
+    journal_mb: Type.Integer({ minimum: 0, maximum: 1024, default: 16, description: 'size of the write-ahead journal that makes acknowledged readings durable (MiB, at least 1); 0: a LevelDB sync batch per group instead' }),
+    sync_below_per_s: Type.Integer({ minimum: 0, maximum: 1000000, default: 500, description: 'readings per second below which each group is a LevelDB sync batch even with the journal on (fewer waits for a core on a shared CPU); 0: every group through the journal' })
   }, { default: {} }),
   mqtt: Section({
     enabled: Type.Boolean({ default: true }),

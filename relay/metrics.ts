@@ -23,6 +23,7 @@ export class Metrics {
   private readonly ingestDrops: Gauge<'reason'>
   private readonly clockSkew: Gauge<'source'>
   private readonly journalWrites: Gauge<'thread'>
+  private readonly syncBatches: Gauge
   private readonly collectors: Array<() => void> = []
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
@@ -38,6 +39,7 @@ export class Metrics {
     this.upstreamDropped = new Counter({ name: 'hr_relay_upstream_dropped_total', help: 'Readings dropped from a full upstream queue (oldest first)', registers })
     this.ingestDrops = new Gauge({ name: 'hr_relay_ingest_dropped_total', help: 'Readings the ingest pipeline accepted but did not store, by reason (monotonic)', labelNames: ['reason'], registers })
     this.journalWrites = new Gauge({ name: 'hr_relay_journal_writes_total', help: 'Records written to the write-ahead journal, by thread: event_loop for a small group while the disk answers fast, pool otherwise (monotonic)', labelNames: ['thread'], registers })
+    this.syncBatches = new Gauge({ name: 'hr_relay_sync_batches_total', help: 'Groups of readings stored with a LevelDB sync batch while the write-ahead journal was on, their rate being below data.sync_below_per_s (monotonic)', registers })
     this.clockSkew = new Gauge({ name: 'hr_relay_clock_skew_corrected_total', help: 'Readings ahead of the relay clock by at most data.max_clock_skew_ms, stored at receive time, by source (monotonic)', labelNames: ['source'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
@@ -60,13 +62,17 @@ export class Metrics {
     this.collectors.push(() => { for (const [reason, n] of Object.entries(counters())) this.ingestDrops.set({ reason }, n) })
   }
 
-  /** The write-ahead journal's records by thread, read at scrape time (none while there is no journal). */
-  trackJournalWrites (writes: () => Readonly<{ onThread: number, pool: number }> | undefined): void {
+  /**
+   * The write-ahead journal's records by thread, and the groups written as sync batches beside it, read at scrape
+   * time (none while there is no journal).
+   */
+  trackJournalWrites (writes: () => Readonly<{ onThread: number, pool: number }> | undefined, syncBatches: () => number): void {
     this.collectors.push(() => {
       const w = writes()
       if (w === undefined) return
       this.journalWrites.set({ thread: 'event_loop' }, w.onThread)
       this.journalWrites.set({ thread: 'pool' }, w.pool)
+      this.syncBatches.set(syncBatches())
     })
   }
 

@@ -166,7 +166,7 @@ export async function planOnTop (env: GroupEnv, items: Pending[], base: Plan): P
 /** write: readings, rollups and latest of one group in one atomic batch, durable when it resolves (the store's journal, or one fsync). */
 export function write (env: GroupEnv, group: Group, plan: Plan): Writing {
   const ops = plan.ops
-  const done = (async () => { await env.store.batch(ops, { journal: true }) })()
+  const done = (async () => { await env.store.batch(ops, { journal: true, readings: group.items.length }) })()
   done.catch(() => undefined)
   return { group, plan, duplicates: new Set(plan.duplicates), done }
 }

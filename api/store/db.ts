@@ -102,6 +102,55 @@ const NO_SYNC: BatchOptions<string, unknown> = Object.freeze({ sync: false })
 /** The options of a journaled batch: LevelDB without a sync, the journal with O_DSYNC (JournaledLevel._batch knows it by identity). */
 const JOURNALED: BatchOptions<string, unknown> = Object.freeze({ sync: false })
 
+/**
+ * The options of a group written as a LevelDB sync batch while the journal is on (the rate is low: SyncPolicy). Its
+ * batch carries SYNCED_KEY, the sequence number of the journal's last record: once the batch is synced, so is every
+ * journaled batch before it (LevelDB's log is one file, written in order), and replay skips those records.
+ */
+const MARKED: BatchOptions<string, unknown> = Object.freeze({ sync: true })
+/** The root key that a marked sync batch writes: the last journal record that LevelDB's synced log holds. */
+const SYNCED_KEY = '\uffff journal synced'
+const UTF8 = Object.freeze({ keyEncoding: 'utf8', valueEncoding: 'utf8' })
+
+/**
+ * When a group of readings, with the journal on, is a LevelDB sync batch instead of a journal record. Beside busy
+ * processes, the sync batch costs the event loop one wait for a core (a pool thread sleeps in the fsync and wakes it
+ * once) where the journal's record costs two (its thread sleeps in the O_DSYNC write twice), and it meets the
+ * contention target at 200 devices where the journal does not; at a high rate the sync batch's fsync (an append,
+ * which waits for ext4's extent conversion worker) falls behind and the journal does not (bench/README.md, "The
+ * store's write-ahead journal").
+ */
+export interface SyncPolicy {
+  /** Readings per second below which a group is a sync batch (0: every group goes through the journal). */
+  belowPerSecond: number
+  /** The window the rate is counted over (ms). */
+  windowMs: number
+}
+export const DEFAULT_SYNC_POLICY: Readonly<SyncPolicy> = Object.freeze({ belowPerSecond: 500, windowMs: 1000 })
+
+/** Counts readings per window: whether the rate is below a policy's bound, now. */
+class ReadingRate {
+  private start = 0
+  private count = 0
+  /** The readings of the window before the current one (0 when it was not the one just before). */
+  private last = 0
+
+  /** Adds `n` readings; true while the rate (of the last full window, or of this one so far) is below the bound. */
+  below (n: number, policy: Readonly<SyncPolicy>): boolean {
+    if (policy.belowPerSecond <= 0) return false
+    const now = performance.now()
+    const elapsed = now - this.start
+    if (elapsed >= policy.windowMs) {
+      this.last = elapsed < 2 * policy.windowMs ? this.count : 0
+      this.start = now
+      this.count = 0
+    }
+    this.count += n
+    const bound = policy.belowPerSecond * policy.windowMs / 1000
+    return this.last < bound && this.count < bound
+  }
+}
+
 /** The empty key range whose compaction is a memtable flush (LevelDB's CompactRange flushes the memtable first). */
 const FLUSH_START = '\uffff journal checkpoint 0'
 const FLUSH_END = '\uffff journal checkpoint 1'
@@ -127,15 +176,33 @@ class JournaledLevel extends Level<string, unknown> {
   journal: Journal | undefined
   /** LevelDB writes of journaled batches still in flight: a checkpoint's flush waits for them. */
   readonly inflight = new Set<Promise<void>>()
+  /**
+   * Journaled and marked batches still in flight, each whole. One kind waits for the other's to settle before it
+   * starts, so that a marked batch's key covers exactly the records whose LevelDB writes are before it in the log,
+   * and every record after it is written after it (replay then applies those on top of it, in their order).
+   */
+  private readonly journaling = new Set<Promise<void>>()
+  private readonly marking = new Set<Promise<void>>()
+  /** Groups written as marked sync batches while the journal was on (SyncPolicy). */
+  syncBatches = 0
 
   // Not an async function: every other batch goes to classic-level as before, with no promise added.
   _batch (operations: JournalOp[], options: BatchOptions<string, unknown>): Promise<void> {
     const journal = this.journal
-    if (options !== JOURNALED || journal === undefined) return levelBatch.call(this, operations, options === JOURNALED ? SYNC : options)
-    return this.journaledBatch(operations, journal)
+    const ours = options === JOURNALED || options === MARKED
+    if (!ours || journal === undefined) return levelBatch.call(this, operations, ours ? SYNC : options)
+    return options === JOURNALED ? track(this.journaling, this.journaledBatch(operations, journal)) : track(this.marking, this.markedBatch(operations, journal))
+  }
+
+  private async markedBatch (operations: JournalOp[], journal: Journal): Promise<void> {
+    if (this.journaling.size > 0) await Promise.allSettled([...this.journaling])
+    const marker: JournalOp = { type: 'put', key: SYNCED_KEY, value: String(journal.lastSeq), ...UTF8 } as JournalOp
+    await levelBatch.call(this, [...operations, marker], SYNC)
+    this.syncBatches++
   }
 
   private async journaledBatch (operations: JournalOp[], journal: Journal): Promise<void> {
+    if (this.marking.size > 0) await Promise.allSettled([...this.marking])
     const level = levelBatch.call(this, operations, NO_SYNC)
     this.inflight.add(level)
     void level.then(() => this.inflight.delete(level), () => this.inflight.delete(level))
@@ -168,12 +235,25 @@ class JournaledLevel extends Level<string, unknown> {
   }
 }
 
+/** Adds `p` to `set` until it settles. */
+function track (set: Set<Promise<void>>, p: Promise<void>): Promise<void> {
+  set.add(p)
+  const drop = (): void => { set.delete(p) }
+  p.then(drop, drop)
+  return p
+}
+
 export class Store implements AtomicBatch {
   readonly dir: string
   readonly db: Level<string, unknown>
   private readonly journaled: JournaledLevel
   private readonly subs = new Map<string, Sub<any>>()
   private journalStarting: Promise<void> | undefined
+  /** Below which rate a group of readings is a sync batch while the journal is on (startJournal sets it). */
+  syncPolicy: Readonly<SyncPolicy> = DEFAULT_SYNC_POLICY
+  private readonly rate = new ReadingRate()
+  /** The journal record that the last marked sync batch covered, as read at open (0: none). */
+  private syncedAtOpen = 0
 
   private constructor (dir: string, db: JournaledLevel) {
     this.dir = dir
@@ -226,9 +306,14 @@ export class Store implements AtomicBatch {
       if (err instanceof JournalDamagedError) throw new StoreOpenError(this.dir, { cause: err })
       throw dataDirError(this.dir, err)
     }
+    const synced = Number(await this.db.get(SYNCED_KEY, UTF8 as never) ?? 0)
+    this.syncedAtOpen = Number.isFinite(synced) ? synced : 0
     if (found === undefined) return
-    for (const b of found.batches) await this.db.batch(b.ops as never, NO_SYNC)
-    this.replayedBatches = found.batches.length
+    // Records at or below the last marked sync batch's key are in LevelDB's synced log already, and batches after
+    // them may have changed the same keys: applying them again would put older values back.
+    const batches = found.batches.filter(b => b.seq > this.syncedAtOpen)
+    for (const b of batches) await this.db.batch(b.ops as never, NO_SYNC)
+    this.replayedBatches = batches.length
     const journal = await Journal.open(path, found, this.journaled)
     this.journaled.journal = journal
     await journal.checkpointAll()
@@ -237,19 +322,22 @@ export class Store implements AtomicBatch {
   /**
    * Turns the journal on for batches written with `journal: true`: it is made (or remade at a new size) in the
    * background, and until it is ready those batches are sync batches. `bytes` is its size; `timing` says which
-   * records are written on the event loop's thread (tests and benchmarks set it).
+   * records are written on the event loop's thread, `policy` below which rate a group is a sync batch instead
+   * (tests and benchmarks set them).
    */
-  startJournal (bytes: number, timing: Readonly<JournalTiming> = DEFAULT_TIMING): Promise<void> {
+  startJournal (bytes: number, timing: Readonly<JournalTiming> = DEFAULT_TIMING, policy: Readonly<SyncPolicy> = DEFAULT_SYNC_POLICY): Promise<void> {
+    this.syncPolicy = policy
     this.journalStarting ??= (async () => {
       if (!JOURNAL_SUPPORTED) throw new Error('this platform cannot open a file with O_DSYNC')
       if (!(bytes >= MIN_JOURNAL_BYTES)) throw new RangeError(`a journal needs at least ${MIN_JOURNAL_BYTES} bytes (asked: ${bytes})`)
       const path = journalPath(this.dir)
       let journal = this.journaled.journal
-      let lastSeq = journal?.lastSeq ?? 0
+      // Never at or below a marked sync batch's key: replay would skip the new journal's records.
+      let lastSeq = Math.max(journal?.lastSeq ?? 0, this.syncedAtOpen)
       if (journal !== undefined && journal.size !== bytes) {
         this.journaled.journal = undefined
         await journal.close()
-        lastSeq = journal.lastSeq
+        lastSeq = Math.max(journal.lastSeq, lastSeq)
         journal = undefined
       }
       if (journal === undefined) {
@@ -267,6 +355,11 @@ export class Store implements AtomicBatch {
   /** How many journal records were written on the event loop's thread and on the thread pool (none: no journal yet). */
   get journalWrites (): Readonly<{ onThread: number, pool: number }> | undefined {
     return this.journaled.journal?.writes
+  }
+
+  /** How many groups were written as sync batches while the journal was on, the rate being low (SyncPolicy). */
+  get syncBatches (): number {
+    return this.journaled.syncBatches
   }
 
   /** Whether batches written with `journal: true` go through the journal now (false: they are sync batches). */
@@ -288,11 +381,13 @@ export class Store implements AtomicBatch {
    * Several sublevels written in one atomic batch with abstract-level's public
    * API (each op names its sublevel; abstract-level adds the prefix and the
    * sublevel's encoding). `sync` (one fsync for the whole batch) for OAuth
-   * state changes and acknowledged readings.
+   * state changes; `journal` for a group of acknowledged readings (`readings` of them, for the SyncPolicy's rate):
+   * through the journal, or a sync batch that says which journal records it covers.
    */
-  batch (ops: BatchOp[], options: { sync?: boolean, journal?: boolean } = {}): Promise<void> {
+  batch (ops: BatchOp[], options: { sync?: boolean, journal?: boolean, readings?: number } = {}): Promise<void> {
     if (ops.length === 0) return Promise.resolve()
-    const how = options.journal === true && this.journalReady ? JOURNALED : options.sync === true || options.journal === true ? SYNC : NO_SYNC
+    let how = options.sync === true ? SYNC : NO_SYNC
+    if (options.journal === true) how = !this.journalReady ? SYNC : this.rate.below(options.readings ?? 1, this.syncPolicy) ? MARKED : JOURNALED
     // abstract-level's array batch is an async function (a throw in it rejects): its promise is returned as it is.
     return this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, how)
   }

@@ -23,11 +23,11 @@ export interface WriteOp { readonly type: 'put' | 'del', readonly key: string }
 
 /**
  * Writes several ops atomically. `sync` makes the batch durable before it resolves (one fsync). `journal` makes it
- * durable too, through the store's write-ahead journal when it has one (api/store/journal.ts), else as `sync` does:
- * the ingest pipeline's batches of readings.
+ * durable too, through the store's write-ahead journal when it has one (api/store/journal.ts) and readings arrive
+ * fast, else as `sync` does: the ingest pipeline's batches of readings, `readings` of them in the batch.
  */
 export interface AtomicBatch {
-  batch (ops: WriteOp[], options?: { sync?: boolean, journal?: boolean }): Promise<void>
+  batch (ops: WriteOp[], options?: { sync?: boolean, journal?: boolean, readings?: number }): Promise<void>
 }
 
 /** The batch of a group of readings: readings, minute and hour rollups and latest records, written as one. */

@@ -18,8 +18,11 @@ export function parseIngestHistogram (text: string): IngestHistogram | undefined
   return { count, meanMs: count === 0 ? 0 : (sum / count) * 1000, buckets }
 }
 
-/** The write-ahead journal's records by thread (hr_relay_journal_writes_total), or undefined while there is no journal. */
-export interface JournalWrites { eventLoop: number, pool: number }
+/**
+ * The write-ahead journal's records by thread (hr_relay_journal_writes_total) and the groups written as sync batches
+ * beside it (hr_relay_sync_batches_total, 0 from a build without it), or undefined while there is no journal.
+ */
+export interface JournalWrites { eventLoop: number, pool: number, sync: number }
 
 export function parseJournalWrites (text: string): JournalWrites | undefined {
   const of = (thread: string): number | undefined => {
@@ -28,7 +31,8 @@ export function parseJournalWrites (text: string): JournalWrites | undefined {
   }
   const eventLoop = of('event_loop')
   const pool = of('pool')
-  return eventLoop === undefined || pool === undefined ? undefined : { eventLoop, pool }
+  const sync = /^hr_relay_sync_batches_total ([0-9.e+-]+)$/m.exec(text)
+  return eventLoop === undefined || pool === undefined ? undefined : { eventLoop, pool, sync: sync === null ? 0 : Number(sync[1]) }
 }
 
 /** The smallest bucket bound holding at least p % of the observations (an upper bound of the percentile). */

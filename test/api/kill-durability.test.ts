@@ -10,9 +10,10 @@ import { readJournal } from '../../api/store/journal.ts'
 import { parseJournalWrites } from '../../bench/lib/metrics.ts'
 
 async function startServer (dataDir: string, previousPid?: number): Promise<{ child: ChildProcess, url: string, admin: string, output: () => string }> {
-  // The per-token rate limit (default 20/s) is turned off: this test writes in bursts.
+  // The per-token rate limit (default 20/s) is turned off: this test writes in bursts. Every group goes through the
+  // journal (data.sync_below_per_s: 0): at this test's rate they would be sync batches, with nothing to replay.
   const configFile = join(dataDir, '..', `${dataDir.split('/').pop() ?? 'x'}.config.json`)
-  await writeFile(configFile, JSON.stringify({ http: { rate_limit_per_second: 0 } }))
+  await writeFile(configFile, JSON.stringify({ http: { rate_limit_per_second: 0 }, data: { sync_below_per_s: 0 } }))
   const child = spawn(process.execPath, ['bin/hr-relay.cjs', 'start', '--config', configFile, '--data-dir', dataDir, '--http-port', '0', '--mqtt-port', '0', '--no-demo'], {
     env: { ...process.env, HR_RELAY_FROM_SOURCE: '1' },
     stdio: ['ignore', 'pipe', 'pipe']

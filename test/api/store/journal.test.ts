@@ -5,7 +5,7 @@ import t from 'tap'
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Store, journalPath } from '../../../api/store/db.ts'
+import { Store, journalPath, type SyncPolicy } from '../../../api/store/db.ts'
 import { AREA_START, createJournal, decodeBatch, encodeBatch, encodeCancel, readJournal, type JournalOp, type JournalTiming } from '../../../api/store/journal.ts'
 
 const MiB = 1024 * 1024
@@ -18,10 +18,15 @@ async function tempDir (t: { teardown (fn: () => unknown): void }): Promise<stri
   return dir
 }
 
-/** A store whose journal is on and ready. */
-async function journaled (dir: string, bytes = MiB, timing?: JournalTiming): Promise<Store> {
+/** Every group through the journal, at any rate. */
+const ALWAYS_JOURNAL: SyncPolicy = { belowPerSecond: 0, windowMs: 1000 }
+/** Every group a (marked) sync batch, at any rate. */
+const ALWAYS_SYNC: SyncPolicy = { belowPerSecond: Infinity, windowMs: 1000 }
+
+/** A store whose journal is on and ready (every group through it, unless a policy says otherwise). */
+async function journaled (dir: string, bytes = MiB, timing?: JournalTiming, policy = ALWAYS_JOURNAL): Promise<Store> {
   const store = await Store.open(dir)
-  await store.startJournal(bytes, timing)
+  await store.startJournal(bytes, timing, policy)
   return store
 }
 
@@ -321,4 +326,126 @@ t.test('a journal that cannot be made leaves the store on sync batches, and noth
   await store.batch(batchOps(store, 1), { journal: true })
   t.same(await values(store, 1), [1], 'batches are still stored, with a sync batch')
   t.equal(await readJournal(journalPath(dir)), undefined, 'no journal')
+})
+
+// The hybrid (SyncPolicy): below a rate, a group is a LevelDB sync batch that carries the number of the journal's
+// last record; replay skips the records at or below it, which that synced batch has behind it in LevelDB's log.
+
+/** A batch that also sets the shared key `last` to i: replaying an older batch over a newer one would show there. */
+function lastOps (store: Store, i: number): any[] {
+  return [...batchOps(store, i), { type: 'put', sublevel: store.sub('t'), key: 'last', value: { n: i } }]
+}
+
+/** Writes batches from..to, each as `how` says. */
+async function writeRange (store: Store, from: number, to: number, how: 'journal' | 'sync'): Promise<void> {
+  store.syncPolicy = how === 'sync' ? ALWAYS_SYNC : ALWAYS_JOURNAL
+  for (let i = from; i <= to; i++) await store.batch(lastOps(store, i), { journal: true })
+}
+
+/** A copy of LevelDB's directory while the store is open and idle: what its log holds is what a power cut leaves of a synced batch. */
+async function snapshotOpen (dir: string): Promise<string> {
+  const snap = join(dir, `snap-open-${Date.now()}`)
+  await cp(join(dir, 'db'), snap, { recursive: true })
+  return snap
+}
+
+/** The key the last sync batch wrote: the journal's last record then. */
+async function syncedKey (store: Store): Promise<unknown> {
+  return await store.db.get('\uffff journal synced', { keyEncoding: 'utf8', valueEncoding: 'utf8' } as never)
+}
+
+t.test('below the rate a group is a sync batch, above it a journal record, counted for /metrics', async t => {
+  const dir = await tempDir(t)
+  // 1 reading/s over a minute: 60 readings a window. No window ends within the test.
+  const store = await journaled(dir, MiB, ANY_DISK, { belowPerSecond: 1, windowMs: 60_000 })
+  t.teardown(async () => { await store.close() })
+  for (let i = 1; i <= 5; i++) await store.batch(batchOps(store, i), { journal: true, readings: 1 })
+  t.equal(store.syncBatches, 5, 'five groups of one reading: sync batches')
+  t.same(store.journalWrites, { onThread: 0, pool: 0 }, 'and no journal record')
+  t.equal(await syncedKey(store), '0', 'each names the journal\'s last record (none yet)')
+  await store.batch(batchOps(store, 6), { journal: true, readings: 100 })
+  await store.batch(batchOps(store, 7), { journal: true, readings: 1 })
+  t.equal(store.syncBatches, 5, 'over 60 readings in the window: no more sync batches...')
+  t.same(store.journalWrites, { onThread: 2, pool: 0 }, '... but journal records, for the rest of the window')
+  store.syncPolicy = ALWAYS_SYNC
+  await store.batch(batchOps(store, 8), { journal: true })
+  t.equal(await syncedKey(store), '2', 'a sync batch after them names record 2')
+  t.same(await values(store, 8), [1, 2, 3, 4, 5, 6, 7, 8])
+})
+
+/**
+ * Batches 1..10 through the journal, 11..20 as sync batches, then 21..`last` through the journal again; then a
+ * power cut that keeps LevelDB's log up to the sync batches. Returns the store opened again.
+ */
+async function cutAfterSwitch (t: { teardown (fn: () => unknown): void }, last: number): Promise<Store> {
+  const dir = await tempDir(t)
+  const store = await journaled(dir)
+  await writeRange(store, 1, 10, 'journal')
+  await writeRange(store, 11, 20, 'sync')
+  const snapshot = await snapshotOpen(dir)
+  await writeRange(store, 21, last, 'journal')
+  await powerCut(dir, store, snapshot)
+  const again = await Store.open(dir)
+  t.teardown(async () => { await again.close() })
+  return again
+}
+
+t.test('a power cut right after sync batches: the journal records before them are not replayed over them', async t => {
+  const again = await cutAfterSwitch(t, 20)
+  t.equal(again.replayedBatches, 0, 'records 1..10 are behind the synced batch: skipped')
+  t.same(await again.sub<{ n: number }>('t').get('last'), { n: 20 }, 'the key both wrote keeps the newer value (replaying 1..10 would have put back 10)')
+  t.same(await values(again, 20), Array.from({ length: 20 }, (_, i) => i + 1))
+})
+
+t.test('journal, then sync batches, then journal again: a power cut loses none of them, in order', async t => {
+  const again = await cutAfterSwitch(t, 30)
+  t.equal(again.replayedBatches, 10, 'records 11..20 (batches 21..30) are replayed, on top of the sync batches')
+  t.same(await again.sub<{ n: number }>('t').get('last'), { n: 30 })
+  t.same(await values(again, 30), Array.from({ length: 30 }, (_, i) => i + 1))
+})
+
+t.test('groups of readings in flight at a switch, both ways, all come back after a power cut', async t => {
+  const dir = await tempDir(t)
+  // Every record on the pool: a journaled batch's record then takes its number after the batch was started.
+  const store = await journaled(dir, MiB, { ...ANY_DISK, onThreadBytes: 0 })
+  // Waves of ten at once, the policy switched in the middle of each: a sync batch then waits for the journaled ones
+  // before it (their records numbered), and a journaled one for the sync batches before it.
+  const wave = async (w: number, first: SyncPolicy, second: SyncPolicy): Promise<void> => {
+    store.syncPolicy = first
+    await Promise.all(Array.from({ length: 10 }, async (_, k) => {
+      if (k === 5) store.syncPolicy = second
+      await store.batch(batchOps(store, w * 10 + k + 1), { journal: true })
+    }))
+  }
+  for (let w = 0; w < 19; w++) await (w % 2 === 0 ? wave(w, ALWAYS_JOURNAL, ALWAYS_SYNC) : wave(w, ALWAYS_SYNC, ALWAYS_JOURNAL))
+  t.equal(store.syncBatches, 95, 'half the batches were sync batches')
+  t.equal(store.journalWrites!.onThread + store.journalWrites!.pool, 95, 'and half journal records')
+  // The last wave ended with sync batches: a power cut keeps LevelDB's log up to them...
+  const snapshot = await snapshotOpen(dir)
+  // ... and loses what only the journal has after them.
+  await wave(19, ALWAYS_JOURNAL, ALWAYS_JOURNAL)
+  await powerCut(dir, store, snapshot)
+  const again = await Store.open(dir)
+  t.teardown(async () => { await again.close() })
+  t.equal(again.replayedBatches, 10, 'only the last wave is replayed: every record before it is behind a synced batch')
+  t.same((await values(again, 200)).filter((v, i) => v !== i + 1), [], 'every batch is back')
+})
+
+t.test('a new journal after sync batches numbers its records above their key, so that replay applies them', async t => {
+  const dir = await tempDir(t)
+  let store = await journaled(dir)
+  await writeRange(store, 1, 5, 'journal')
+  await writeRange(store, 6, 6, 'sync')
+  await store.close()
+  // The operator moved the journal away: the next one starts afresh, and LevelDB still says record 5 is synced.
+  await rm(journalPath(dir))
+  const snapshot = await snapshotOf(dir)
+  store = await journaled(dir)
+  await writeRange(store, 7, 9, 'journal')
+  t.same((await readJournal(journalPath(dir)))?.batches.map(b => b.seq), [6, 7, 8], 'the new journal goes on from 6')
+  await powerCut(dir, store, snapshot)
+  const again = await Store.open(dir)
+  t.teardown(async () => { await again.close() })
+  t.equal(again.replayedBatches, 3)
+  t.same(await values(again, 9), [1, 2, 3, 4, 5, 6, 7, 8, 9])
 })
