@@ -7,7 +7,6 @@ import pino, { type Logger } from 'pino'
 import type { PrettyOptions, PrettyStream } from 'pino-pretty'
 import type { FastifyInstance } from 'fastify'
 import { DEFAULT_SYNC_POLICY, Store, dataDirError } from '../api/store/db.ts'
-import { DEFAULT_TIMING } from '../api/store/journal.ts'
 import { Users } from '../api/store/users.ts'
 import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
@@ -100,7 +99,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
   if (store.replayedBatches > 0) log.warn({ batches: store.replayedBatches }, 'the last stop was not clean: batches of readings replayed from the write-ahead journal')
   // The write-ahead journal of acknowledged readings is made in the background; until then, a sync batch per group.
   if (config.data.journal_mb > 0) {
-    store.startJournal(config.data.journal_mb * 1024 * 1024, DEFAULT_TIMING, { ...DEFAULT_SYNC_POLICY, belowPerSecond: config.data.sync_below_per_s }).then(
+    store.startJournal(config.data.journal_mb * 1024 * 1024, undefined, { ...DEFAULT_SYNC_POLICY, belowPerSecond: config.data.sync_below_per_s }).then(
       () => { log.debug({ mb: config.data.journal_mb }, 'write-ahead journal ready') },
       err => { log.warn({ err }, 'the write-ahead journal could not be made; each group of readings is stored with a sync batch') })
   }
