@@ -25,6 +25,7 @@ import {
   type Group, type GroupEnv, type IngestCounters, type Pending, type ProfileCheck, type ReadingCtx, type ReadingEnv, type ReadingStep, type ResolveOwner, type Writing
 } from './steps.ts'
 import { apiErrorMessage } from '../error-codes.ts'
+import { CoreWait } from '../core-wait.ts'
 
 export type { IngestCounters, ResolveOwner }
 
@@ -48,7 +49,46 @@ export interface PipelineOptions {
   maxGroup?: number
   /** Background pruning period (default 10 minutes; 0 turns the timer off). */
   pruneIntervalMs?: number
+  /** When the writer waits for more readings before a small group (see Linger; tests set it). */
+  linger?: Partial<Linger>
 }
+
+/**
+ * The writer's linger. While readings arrive fast and other processes keep the event loop's thread waiting for a
+ * core, a durable group's acknowledgement goes out first, and then the writer waits `ms` for more readings before
+ * it writes the next group, when that group is small. Each group costs the event loop wake-ups (the journal's
+ * O_DSYNC write sleeps about twice, LevelDB's pool job wakes it once), and beside a busy process every wake-up may
+ * wait for that process's time slice: fewer, larger groups wait fewer times (bench/README.md, "What changed in the
+ * session of 2026-11-28"). Without such waits (the thread gets a core when it wants one) the writer never lingers,
+ * so that nothing is held back on a box that is not contended.
+ */
+export interface Linger {
+  /** Readings per second (the last full second's) from which the writer may linger. */
+  fromPerSecond: number
+  /** The share of the last sample's wall time that the event loop's thread spent waiting for a core, from which it lingers. */
+  waitShare: number
+  /** How long it waits for more readings (ms). */
+  ms: number
+  /** A group of fewer readings than this is worth waiting for. */
+  below: number
+  /** How often the share is sampled (ms). */
+  sampleMs: number
+  /** The thread's wait for a core so far (ms; tests replace it). */
+  coreWaitMs: () => number
+  /** Waits `ms` (tests replace it). */
+  wait: (ms: number) => Promise<void>
+}
+
+const coreWait = new CoreWait()
+export const DEFAULT_LINGER: Readonly<Linger> = Object.freeze({
+  fromPerSecond: 1000,
+  waitShare: 0.2,
+  ms: 2,
+  below: 16,
+  sampleMs: 100,
+  coreWaitMs: () => coreWait.ms(),
+  wait: async (ms: number) => { await new Promise(resolve => setTimeout(resolve, ms)) }
+})
 
 /** Write cycles before the writer lets a queued prune step run. */
 const MAX_CYCLES = 200
@@ -77,6 +117,13 @@ export class Pipeline implements Ingest {
   private chain: Promise<void> = Promise.resolve()
   private pruneTimer: NodeJS.Timeout | undefined
   private pruning = false
+  private readonly linger: Readonly<Linger>
+  /** Readings written in the current second, and in the last full one (Linger.fromPerSecond). */
+  private readonly rate = { start: 0, count: 0, last: 0 }
+  /** The last sample of the thread's wait for a core, and whether it said to linger. */
+  private readonly contention = { at: 0, waitMs: 0, busy: false }
+  /** Groups written after a linger (tests and /metrics-free diagnostics). */
+  lingered = 0
 
   constructor (private readonly o: PipelineOptions) {
     this.now = o.now ?? Date.now
@@ -90,6 +137,25 @@ export class Pipeline implements Ingest {
       lastAccepted: new Map()
     }
     this.groupEnv = { store: o.store, readings: o.readings, hub: o.hub, counters: this.counters, log: o.log }
+    this.linger = { ...DEFAULT_LINGER, ...o.linger }
+  }
+
+  /** Whether to linger before the next group: readings arrive fast and the thread waits for cores (Linger). */
+  private contended (written: number): boolean {
+    const l = this.linger
+    const now = performance.now()
+    const r = this.rate
+    if (now - r.start >= 1000) { r.last = now - r.start < 2000 ? r.count : 0; r.start = now; r.count = 0 }
+    r.count += written
+    if (r.last < l.fromPerSecond) return false
+    const c = this.contention
+    if (now - c.at >= l.sampleMs) {
+      const waitMs = l.coreWaitMs()
+      c.busy = c.at !== 0 && (waitMs - c.waitMs) / (now - c.at) >= l.waitShare
+      c.at = now
+      c.waitMs = waitMs
+    }
+    return c.busy
   }
 
   /** The device registry plugs in here (default: no pairing, device-only readings are dropped). */
@@ -198,6 +264,16 @@ export class Pipeline implements Ingest {
       } catch (err) {
         ok = false
         this.failed(writing.group, err)
+      }
+      if (ok && this.contended(writing.group.items.length)) {
+        // Acknowledged first: the linger holds back only the readings still to be written.
+        acknowledge(this.groupEnv, writing)
+        publish(this.groupEnv, writing)
+        if (this.next.items.length + this.pending.length < this.linger.below) {
+          await this.linger.wait(this.linger.ms)
+          this.lingered++
+        }
+        continue
       }
       // The next batch goes out before this one is acknowledged and published.
       if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }

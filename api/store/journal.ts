@@ -19,10 +19,11 @@
 // payload. A batch's payload is its operations as LevelDB takes them (keys and values already encoded), so that
 // replaying a record writes exactly what was written, and replaying it twice changes nothing. Replay (at open)
 // applies, in order, the records after the checkpoint whose sequence numbers follow each other without a gap.
-import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs'
+import { constants, writeSync } from 'node:fs'
 import { open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { crc32 } from 'node:zlib'
+import { CoreWait } from '../core-wait.ts'
 
 /** An operation as LevelDB takes it: key and value already encoded (a utf8 string or bytes). */
 export interface JournalOp {
@@ -79,37 +80,6 @@ export const DEFAULT_TIMING: Readonly<JournalTiming> = Object.freeze({ onThreadB
 /** How many writes on the calling thread each median is taken over. */
 const WINDOW = 8
 
-/**
- * How long the calling thread has waited for a core so far (ms: the second field of /proc/thread-self/schedstat),
- * so that a write's time on the disk can be told from the time its thread then waited for a core. Beside busy
- * processes that wait is most of a write's wall time, and it says nothing of the disk. 0 where the kernel keeps no
- * schedstat (a write's wall time is then its time on the disk).
- */
-class CoreWait {
-  /** null until the first reading; undefined where there is no such file. */
-  private fd: number | null | undefined = null
-  private readonly buf = Buffer.alloc(64)
-
-  ms (): number {
-    if (this.fd === null) {
-      try { this.fd = openSync('/proc/thread-self/schedstat', 'r') } catch { this.fd = undefined }
-    }
-    if (this.fd === undefined) return 0
-    try {
-      const line = this.buf.toString('latin1', 0, readSync(this.fd, this.buf, 0, this.buf.length, 0))
-      const ns = Number(line.split(' ')[1])
-      return Number.isFinite(ns) ? ns / 1e6 : 0
-    } catch {
-      this.close()
-      return 0
-    }
-  }
-
-  close (): void {
-    if (typeof this.fd === 'number') closeSync(this.fd)
-    this.fd = undefined
-  }
-}
 const KIND_BATCH = 1
 const KIND_CANCEL = 2
 

@@ -12,7 +12,7 @@ import { Hub } from '../../../api/hub.ts'
 import { Pipeline, type PipelineOptions } from '../../../api/pipeline/ingest.ts'
 import { decodeRaw, encodeRaw } from '../../../api/pipeline/codec.ts'
 import { sums } from '../../../api/stats.ts'
-import type { StoredReading } from '../../../api/pipeline/reading.ts'
+import type { Reading, StoredReading } from '../../../api/pipeline/reading.ts'
 
 const DAY = 86_400_000
 const NOW = Date.UTC(2026, 5, 1, 10, 0, 0)
@@ -302,4 +302,39 @@ t.test('raw value codec', async t => {
   t.throws(() => decodeRaw(new Uint8Array([0x40, 1, 0, 3, 1])), { name: 'RawDecodeError' })
   t.throws(() => decodeRaw(new Uint8Array([7, 1, 0])), { name: 'RawDecodeError' })
   t.throws(() => decodeRaw(new Uint8Array([0])), { name: 'RawDecodeError' })
+})
+
+t.test('beside busy processes at a high rate, a group is acknowledged, then the writer waits for more readings', async t => {
+  const waits: number[] = []
+  let release = (): void => {}
+  const { pipeline } = await setup(t, {
+    linger: {
+      fromPerSecond: 0,
+      sampleMs: 0,
+      // The thread waits for a core twice as long as the wall clock runs: far over the 20 % share.
+      coreWaitMs: () => performance.now() * 2,
+      wait: async ms => { waits.push(ms); if (waits.length === 1) await new Promise<void>(resolve => { release = resolve }) }
+    }
+  })
+  const reading = (i: number): Reading => ({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
+  t.same(await pipeline.submit(reading(1)), { status: 'stored', profile_id: 'alice' }, 'the first group: one sample of the wait only, no linger')
+  t.same(waits, [])
+  t.same(await pipeline.submit(reading(2)), { status: 'stored', profile_id: 'alice' }, 'the second group is acknowledged before the linger')
+  t.same(waits, [2], 'then the writer waits 2 ms')
+  const later = [3, 4, 5].map(async i => await pipeline.submit(reading(i)))
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(pipeline.counters.batches, 2, 'readings that arrive meanwhile wait')
+  release()
+  t.same(await Promise.all(later), [3, 4, 5].map(() => ({ status: 'stored', profile_id: 'alice' })))
+  t.equal(pipeline.counters.batches, 3, 'and are written as one group')
+  t.equal(pipeline.lingered, 2, 'each group after the first was followed by a linger')
+})
+
+t.test('a writer whose thread gets a core when it wants one never lingers, at any rate', async t => {
+  const waits: number[] = []
+  const { pipeline } = await setup(t, { linger: { fromPerSecond: 0, sampleMs: 0, coreWaitMs: () => 0, wait: async ms => { waits.push(ms) } } })
+  for (let i = 1; i <= 5; i++) await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
+  t.equal(pipeline.counters.batches, 5)
+  t.same(waits, [], 'no wait')
+  t.equal(pipeline.lingered, 0)
 })
