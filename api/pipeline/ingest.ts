@@ -14,7 +14,10 @@
 // arrive are planned on top of it as they come (no store reads; a reading
 // that needs one makes the next group be planned after the write instead), so
 // the next batch starts as soon as the previous one is durable. Batches are
-// written one at a time, in order, and acknowledged in that order.
+// written one at a time, in order, and acknowledged in that order. At a high
+// rate, while other processes keep the event loop's thread waiting for cores,
+// the writer acknowledges a group and then waits briefly for more readings
+// before a small next one (Linger): fewer groups, fewer wake-ups to wait for.
 import type { Logger } from 'pino'
 import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
 import type { Hub } from '../hub.ts'
