@@ -29,6 +29,7 @@ import {
 } from './steps.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import { CoreWait } from '../core-wait.ts'
+import { WindowCount } from '../window-count.ts'
 
 export type { IngestCounters, ResolveOwner }
 
@@ -121,8 +122,8 @@ export class Pipeline implements Ingest {
   private pruneTimer: NodeJS.Timeout | undefined
   private pruning = false
   private readonly linger: Readonly<Linger>
-  /** Readings written in the current second, and in the last full one (Linger.fromPerSecond). */
-  private readonly rate = { start: 0, count: 0, last: 0 }
+  /** Readings written per second (Linger.fromPerSecond). */
+  private readonly rate = new WindowCount()
   /** The last sample of the thread's wait for a core, and whether it said to linger. */
   private readonly contention = { at: 0, waitMs: 0, busy: false }
   /** Groups written after a linger (tests and /metrics-free diagnostics). */
@@ -146,11 +147,8 @@ export class Pipeline implements Ingest {
   /** Whether to linger before the next group: readings arrive fast and the thread waits for cores (Linger). */
   private contended (written: number): boolean {
     const l = this.linger
+    if (this.rate.add(written, 1000).last < l.fromPerSecond) return false
     const now = performance.now()
-    const r = this.rate
-    if (now - r.start >= 1000) { r.last = now - r.start < 2000 ? r.count : 0; r.start = now; r.count = 0 }
-    r.count += written
-    if (r.last < l.fromPerSecond) return false
     const c = this.contention
     if (now - c.at >= l.sampleMs) {
       const waitMs = l.coreWaitMs()

@@ -10,6 +10,7 @@ import { DEFAULT_TIMING, JOURNAL_SUPPORTED, MIN_JOURNAL_BYTES, Journal, JournalD
 import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
+import { WindowCount } from '../window-count.ts'
 
 export type { BatchOp, Sub }
 
@@ -128,29 +129,6 @@ export interface SyncPolicy {
 }
 export const DEFAULT_SYNC_POLICY: Readonly<SyncPolicy> = Object.freeze({ belowPerSecond: 500, windowMs: 1000 })
 
-/** Counts readings per window: whether the rate is below a policy's bound, now. */
-class ReadingRate {
-  private start = 0
-  private count = 0
-  /** The readings of the window before the current one (0 when it was not the one just before). */
-  private last = 0
-
-  /** Adds `n` readings; true while the rate (of the last full window, or of this one so far) is below the bound. */
-  below (n: number, policy: Readonly<SyncPolicy>): boolean {
-    if (policy.belowPerSecond <= 0) return false
-    const now = performance.now()
-    const elapsed = now - this.start
-    if (elapsed >= policy.windowMs) {
-      this.last = elapsed < 2 * policy.windowMs ? this.count : 0
-      this.start = now
-      this.count = 0
-    }
-    this.count += n
-    const bound = policy.belowPerSecond * policy.windowMs / 1000
-    return this.last < bound && this.count < bound
-  }
-}
-
 /** The empty key range whose compaction is a memtable flush (LevelDB's CompactRange flushes the memtable first). */
 const FLUSH_START = '\uffff journal checkpoint 0'
 const FLUSH_END = '\uffff journal checkpoint 1'
@@ -251,7 +229,8 @@ export class Store implements AtomicBatch {
   private journalStarting: Promise<void> | undefined
   /** Below which rate a group of readings is a sync batch while the journal is on (startJournal sets it). */
   syncPolicy: Readonly<SyncPolicy> = DEFAULT_SYNC_POLICY
-  private readonly rate = new ReadingRate()
+  /** The readings of journaled groups, per SyncPolicy window. */
+  private readonly rate = new WindowCount()
   /** The journal record that the last marked sync batch covered, as read at open (0: none). */
   private syncedAtOpen = 0
 
@@ -323,11 +302,11 @@ export class Store implements AtomicBatch {
    * Turns the journal on for batches written with `journal: true`: it is made (or remade at a new size) in the
    * background, and until it is ready those batches are sync batches. `bytes` is its size; `timing` says which
    * records are written on the event loop's thread, `policy` below which rate a group is a sync batch instead
-   * (tests and benchmarks set them).
+   * (tests and benchmarks set them). The first call starts the journal; later ones return its start and change nothing.
    */
   startJournal (bytes: number, timing: Readonly<JournalTiming> = DEFAULT_TIMING, policy: Readonly<SyncPolicy> = DEFAULT_SYNC_POLICY): Promise<void> {
-    this.syncPolicy = policy
     this.journalStarting ??= (async () => {
+      this.syncPolicy = policy
       if (!JOURNAL_SUPPORTED) throw new Error('this platform cannot open a file with O_DSYNC')
       if (!(bytes >= MIN_JOURNAL_BYTES)) throw new RangeError(`a journal needs at least ${MIN_JOURNAL_BYTES} bytes (asked: ${bytes})`)
       const path = journalPath(this.dir)
@@ -387,9 +366,18 @@ export class Store implements AtomicBatch {
   batch (ops: BatchOp[], options: { sync?: boolean, journal?: boolean, readings?: number } = {}): Promise<void> {
     if (ops.length === 0) return Promise.resolve()
     let how = options.sync === true ? SYNC : NO_SYNC
-    if (options.journal === true) how = !this.journalReady ? SYNC : this.rate.below(options.readings ?? 1, this.syncPolicy) ? MARKED : JOURNALED
+    if (options.journal === true) how = !this.journalReady ? SYNC : this.belowSyncRate(options.readings ?? 1) ? MARKED : JOURNALED
     // abstract-level's array batch is an async function (a throw in it rejects): its promise is returned as it is.
     return this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, how)
+  }
+
+  /** Counts `n` readings; true while the rate (of the last full window, or of this one so far) is below the SyncPolicy's bound. */
+  private belowSyncRate (n: number): boolean {
+    const policy = this.syncPolicy
+    if (policy.belowPerSecond <= 0) return false
+    const r = this.rate.add(n, policy.windowMs)
+    const bound = policy.belowPerSecond * policy.windowMs / 1000
+    return r.last < bound && r.count < bound
   }
 
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {
