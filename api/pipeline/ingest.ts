@@ -14,10 +14,13 @@
 // arrive are planned on top of it as they come (no store reads; a reading
 // that needs one makes the next group be planned after the write instead), so
 // the next batch starts as soon as the previous one is durable. Batches are
-// written one at a time, in order, and acknowledged in that order. At a high
-// rate, while other processes keep the event loop's thread waiting for cores,
-// the writer acknowledges a group and then waits briefly for more readings
-// before a small next one (Linger): fewer groups, fewer wake-ups to wait for.
+// written one at a time, in order, and acknowledged in that order. A small next
+// group is written after the durable group is acknowledged and published (its
+// journal record is written on this thread, and the acknowledgement would wait
+// for it); a large one is handed to the thread pool first. At a high rate, while
+// other processes keep the event loop's thread waiting for cores, the writer
+// then yields one turn of the event loop before a small next group, so that the
+// readings already in the sockets join it (Linger): fewer groups, fewer wake-ups.
 import type { Logger } from 'pino'
 import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
 import type { Hub } from '../hub.ts'
@@ -53,45 +56,47 @@ export interface PipelineOptions {
   maxGroup?: number
   /** Background pruning period (default 10 minutes; 0 turns the timer off). */
   pruneIntervalMs?: number
-  /** When the writer waits for more readings before a small group (see Linger; tests set it). */
+  /** How the writer goes on after a durable group: which next group waits for its acknowledgement, and when it yields (see Linger; tests set it). */
   linger?: Partial<Linger>
 }
 
 /**
- * The writer's linger. While readings arrive fast and other processes keep the event loop's thread waiting for a
- * core, a durable group's acknowledgement goes out first, and then the writer waits `ms` for more readings before
- * it writes the next group, when that group is small. Each group costs the event loop wake-ups (the journal's
- * O_DSYNC write sleeps about twice, LevelDB's pool job wakes it once), and beside a busy process every wake-up may
- * wait for that process's time slice: fewer, larger groups wait fewer times (bench/README.md, "What changed in the
- * session of 2026-11-28"). Without such waits (the thread gets a core when it wants one) the writer never lingers,
- * so that nothing is held back on a box that is not contended.
+ * How the writer goes on after a group is durable. A small next group (fewer than `below` readings) is written only
+ * after the durable one is acknowledged and published: its journal record is an O_DSYNC write on the event loop's
+ * thread, which the acknowledgement would otherwise wait for. A larger one is written first: its record and its
+ * LevelDB batch go to the thread pool, and the acknowledgement overlaps them.
+ *
+ * The linger: while readings arrive fast and other processes keep the event loop's thread waiting for a core, the
+ * writer then yields one turn of the event loop before a small next group, so that the readings whose packets are
+ * already in the sockets join it instead of waiting for the group after. Each group costs the event loop wake-ups
+ * (the journal's O_DSYNC write sleeps about twice, LevelDB's pool job wakes it once), and beside a busy process
+ * every wake-up may wait for that process's time slice: fewer, larger groups wait fewer times (bench/README.md,
+ * "What changed in the session of 2026-11-28"). A timed wait (2 ms, before) made groups no larger for the tail and
+ * held every reading back for it.
  */
 export interface Linger {
   /** Readings per second (the last full second's) from which the writer may linger. */
   fromPerSecond: number
   /** The share of the last sample's wall time that the event loop's thread spent waiting for a core, from which it lingers. */
   waitShare: number
-  /** How long it waits for more readings (ms). */
-  ms: number
-  /** A group of fewer readings than this is worth waiting for. */
+  /** A next group of fewer readings than this is written after the acknowledgement, and is worth lingering for. */
   below: number
   /** How often the share is sampled (ms). */
   sampleMs: number
   /** The thread's wait for a core so far (ms; tests replace it). */
   coreWaitMs: () => number
-  /** Waits `ms` (tests replace it). */
-  wait: (ms: number) => Promise<void>
+  /** One turn of the event loop (tests replace it). */
+  wait: () => Promise<void>
 }
 
 const coreWait = new CoreWait()
 export const DEFAULT_LINGER: Readonly<Linger> = Object.freeze({
   fromPerSecond: 1000,
   waitShare: 0.2,
-  ms: 2,
-  below: 16,
+  below: 32,
   sampleMs: 100,
   coreWaitMs: () => coreWait.ms(),
-  wait: async (ms: number) => { await new Promise(resolve => setTimeout(resolve, ms)) }
+  wait: async () => { await new Promise(resolve => setImmediate(resolve)) }
 })
 
 /** Write cycles before the writer lets a queued prune step run. */
@@ -266,19 +271,22 @@ export class Pipeline implements Ingest {
         ok = false
         this.failed(writing.group, err)
       }
-      if (ok && this.contended(writing.group.items.length)) {
-        // Acknowledged first: the linger holds back only the readings still to be written.
+      if (!ok) continue
+      const busy = this.contended(writing.group.items.length)
+      if (this.next.items.length + this.pending.length < this.linger.below) {
+        // A small next group: this one is acknowledged and published before it is written (Linger).
         acknowledge(this.groupEnv, writing)
         publish(this.groupEnv, writing)
-        if (this.next.items.length + this.pending.length < this.linger.below) {
-          await this.linger.wait(this.linger.ms)
+        if (busy) {
+          await this.linger.wait()
           this.lingered++
         }
         continue
       }
-      // The next batch goes out before this one is acknowledged and published.
-      if (ok && this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }
-      if (ok) { acknowledge(this.groupEnv, writing); publish(this.groupEnv, writing) }
+      // A large next group goes to the pool before this one is acknowledged and published.
+      if (this.next.items.length > 0 && cycles < MAX_CYCLES) { await this.startWrite(); cycles++ }
+      acknowledge(this.groupEnv, writing)
+      publish(this.groupEnv, writing)
     }
   }
 
