@@ -34,6 +34,8 @@ export interface Placement {
   serverCpus?: string
   /** Node options for hr-relay, e.g. --max-old-space-size=256. */
   nodeOptions?: string[]
+  /** A compiled build's relay/cli-entry.js to start hr-relay from instead of bin/hr-relay.cjs (bench/tools/ab-contention.ts). */
+  compiledEntry?: string
   /** taskset CPU list for the generator and the receivers while they measure (restored after). */
   workerCpus?: string
   /** Extra environment for hr-relay (the unit's Environment=). */
@@ -159,7 +161,8 @@ export async function openHrRelay (ctx: Context, devices: Worker, n: number, pla
       ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }),
       ...(placement.serverCpus === undefined ? {} : { cpus: placement.serverCpus }),
       ...(placement.nodeOptions === undefined ? {} : { nodeOptions: placement.nodeOptions }),
-      ...(placement.env === undefined ? {} : { env: placement.env })
+      ...(placement.env === undefined ? {} : { env: placement.env }),
+      ...(placement.compiledEntry === undefined ? {} : { compiledEntry: placement.compiledEntry })
     }),
     Worker.start('workers/ws-viewers.ts'))
   const close = async (): Promise<void> => { await devices.call('close').catch(() => {}); await viewers.stop(); await server.stop() }
