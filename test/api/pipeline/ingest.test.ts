@@ -349,7 +349,7 @@ t.test('a large next group is written before the group before it is acknowledged
 })
 
 t.test('beside busy processes at a high rate, a group is acknowledged, then the writer yields a turn for more readings', async t => {
-  let waits = 0
+  const waits: number[] = []
   let release = (): void => {}
   const { pipeline } = await setup(t, {
     linger: {
@@ -357,14 +357,14 @@ t.test('beside busy processes at a high rate, a group is acknowledged, then the 
       sampleMs: 0,
       // The thread waits for a core twice as long as the wall clock runs: far over the 20 % share.
       coreWaitMs: () => performance.now() * 2,
-      wait: async () => { waits++; if (waits === 1) await new Promise<void>(resolve => { release = resolve }) }
+      wait: async ms => { waits.push(ms); if (waits.length === 1) await new Promise<void>(resolve => { release = resolve }) }
     }
   })
   const reading = (i: number): Reading => ({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
   t.same(await pipeline.submit(reading(1)), { status: 'stored', profile_id: 'alice' }, 'the first group: one sample of the wait only, no linger')
-  t.equal(waits, 0)
+  t.same(waits, [])
   t.same(await pipeline.submit(reading(2)), { status: 'stored', profile_id: 'alice' }, 'the second group is acknowledged before the linger')
-  t.equal(waits, 1, 'then the writer yields')
+  t.same(waits, [0], 'then the writer yields one turn (under 10,000 readings a second)')
   const later = [3, 4, 5].map(async i => await pipeline.submit(reading(i)))
   await new Promise(resolve => setImmediate(resolve))
   t.equal(pipeline.counters.batches, 2, 'readings that arrive meanwhile wait')
@@ -372,6 +372,15 @@ t.test('beside busy processes at a high rate, a group is acknowledged, then the 
   t.same(await Promise.all(later), [3, 4, 5].map(() => ({ status: 'stored', profile_id: 'alice' })))
   t.equal(pipeline.counters.batches, 3, 'and are written as one group')
   t.equal(pipeline.lingered, 2, 'each group after the first was followed by a linger')
+})
+
+t.test('at a saturating rate the linger is a timed wait', async t => {
+  const waits: number[] = []
+  const { pipeline } = await setup(t, { linger: { fromPerSecond: 0, timedFromPerSecond: 0, ms: 2, sampleMs: 0, coreWaitMs: () => performance.now() * 2, wait: async ms => { waits.push(ms) } } })
+  for (let i = 1; i <= 3; i++) await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
+  t.same(waits, [2, 2], 'every group after the first sample is followed by a wait of 2 ms')
+  await new Promise(resolve => setImmediate(resolve))
+  t.equal(pipeline.lingered, 2)
 })
 
 t.test('a writer whose thread gets a core when it wants one never lingers, at any rate', async t => {
