@@ -3,7 +3,7 @@
 // by a factor of several with the machine; A and B, measured back to back in the same rounds, see the same machine.
 // Even so one round's B / A is noisy: a run of the same build on both sides (2026-11-28) had rounds from 0.52 to
 // 1.94 and a geometric mean of 1.03 over 8 rounds. Read the geometric mean over 8 rounds or more, and take a
-// difference for real only well beyond that (bench/README.md, "What changed in the session of 2026-11-28, later").
+// difference for real only well beyond that (bench/README.md, "What changed later on 2026-11-28").
 //
 //   AB_A_ENTRY=/tmp/old/dist/relay/cli-entry.js AB_B_ENTRY=$PWD/dist/relay/cli-entry.js \
 //     node --import ./scripts/ts-loader.mjs bench/tools/ab-contention.ts [devices] [rounds] [window ms]
