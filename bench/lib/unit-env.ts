@@ -21,16 +21,20 @@ function serviceValues (unit: string, key: string): string[] {
   return values
 }
 
+/** Adds the space-separated `KEY=value` assignments of one Environment= value to `env` (quotes removed; later ones win). */
+export function environmentAssignments (value: string, env: Record<string, string> = {}): Record<string, string> {
+  for (const m of value.matchAll(/"([^"]*)"|(\S+)/g)) {
+    const word = m[1] ?? m[2] ?? ''
+    const eq = word.indexOf('=')
+    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1)
+  }
+  return env
+}
+
 /** Environment= assignments of a unit file's [Service] section (later lines win; quotes removed). */
 export function unitEnvironment (unit: string): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const value of serviceValues(unit, 'Environment')) {
-    for (const m of value.matchAll(/"([^"]*)"|(\S+)/g)) {
-      const word = m[1] ?? m[2] ?? ''
-      const eq = word.indexOf('=')
-      if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1)
-    }
-  }
+  for (const value of serviceValues(unit, 'Environment')) environmentAssignments(value, env)
   return env
 }
 

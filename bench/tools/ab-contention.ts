@@ -16,19 +16,11 @@
 import { fleet } from '../lib/fleet.ts'
 import { Worker } from '../lib/proc.ts'
 import { fmt } from '../lib/stats.ts'
+import { environmentAssignments } from '../lib/unit-env.ts'
 import { alone, openAedes, openHrRelay, type Measured, type Placement, type RefDelivery, type Side } from '../e2e-latency.ts'
 
-function envOf (spec: string | undefined): Record<string, string> {
-  const env: Record<string, string> = {}
-  for (const word of (spec ?? '').split(/\s+/)) {
-    const eq = word.indexOf('=')
-    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1)
-  }
-  return env
-}
-
 /** A side's server: its environment, and the compiled build it starts from (a build's relay/cli-entry.js), if given. */
-const placementOf = (env: string | undefined, entry: string | undefined): Placement => ({ env: envOf(env), ...(entry === undefined || entry === '' ? {} : { compiledEntry: entry }) })
+const placementOf = (env: string | undefined, entry: string | undefined): Placement => ({ env: environmentAssignments(env ?? ''), ...(entry === undefined || entry === '' ? {} : { compiledEntry: entry }) })
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
 
@@ -41,13 +33,17 @@ async function main (): Promise<void> {
   await fleet(n, log)
   const gens = await Promise.all([0, 1, 2].map(async () => await Worker.start('workers/mqtt-devices.ts')))
   const [ga, gb, gr] = gens as [Worker, Worker, Worker]
-  const a = await openHrRelay(ctx, ga, n, placementOf(process.env.AB_A, process.env.AB_A_ENTRY))
-  const b = await openHrRelay(ctx, gb, n, placementOf(process.env.AB_B, process.env.AB_B_ENTRY))
-  const r = await openAedes(gr, n)
-  const all: Array<Side<unknown>> = [a, b, r]
+  const opened: Array<Side<unknown>> = []
   const hog = process.env.AB_HOG !== '0'
   const rows: Array<{ a: Measured, b: Measured, r: RefDelivery }> = []
   try {
+    const a = await openHrRelay(ctx, ga, n, placementOf(process.env.AB_A, process.env.AB_A_ENTRY))
+    opened.push(a)
+    const b = await openHrRelay(ctx, gb, n, placementOf(process.env.AB_B, process.env.AB_B_ENTRY))
+    opened.push(b)
+    const r = await openAedes(gr, n)
+    opened.push(r)
+    const all: Array<Side<unknown>> = [a, b, r]
     for (let i = 0; i < rounds; i++) {
       const ab = i % 4 < 2 ? [a, b] : [b, a]
       const order: Array<Side<unknown>> = i % 2 === 0 ? [...ab, r] : [r, ...ab]
@@ -61,7 +57,7 @@ async function main (): Promise<void> {
       log(`round ${i + 1}/${rounds} (${order.map(s => s === a ? 'A' : s === b ? 'B' : 'R').join('')}): p99 A ${fmt(pa)} B ${fmt(pb)} R ${fmt(pr)} ms; A/R ${(pa / pr).toFixed(2)}x B/R ${(pb / pr).toFixed(2)}x B/A ${(pb / pa).toFixed(3)}; lost A ${row.a.d.lost} B ${row.b.d.lost} R ${row.r.lost}`)
     }
   } finally {
-    await a.close(); await b.close(); await r.close()
+    for (const side of opened) await side.close()
     for (const g of gens) await g.stop()
   }
   const ar = rows.map(x => x.a.d.summary.p99 / x.r.summary.p99)
