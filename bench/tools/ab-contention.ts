@@ -48,7 +48,7 @@ async function main (): Promise<void> {
       const ab = i % 4 < 2 ? [a, b] : [b, a]
       const order: Array<Side<unknown>> = i % 2 === 0 ? [...ab, r] : [r, ...ab]
       const got = new Map<Side<unknown>, unknown>()
-      for (const side of order) got.set(side, await alone(side as Side<unknown>, all, windowMs, { hog }))
+      for (const side of order) got.set(side, await alone(side, all, windowMs, { hog }))
       const row = { a: got.get(a) as Measured, b: got.get(b) as Measured, r: got.get(r) as RefDelivery }
       rows.push(row)
       const pa = row.a.d.summary.p99
