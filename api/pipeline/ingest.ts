@@ -71,7 +71,7 @@ export interface PipelineOptions {
  * writer then yields one turn of the event loop before a small next group, so that the readings whose packets are
  * already in the sockets join it instead of waiting for the group after. Each group costs the event loop wake-ups
  * (the journal's O_DSYNC write sleeps about twice, LevelDB's pool job wakes it once), and beside a busy process
- * every wake-up may wait for that process's time slice: fewer, larger groups wait fewer times (bench/README.md,
+ * every wake-up may wait for a core, up to a scheduler tick: fewer, larger groups wait fewer times (bench/README.md,
  * "What changed later on 2026-11-28"). At 2,000 readings a second a timed wait (2 ms) left the tail where the turn
  * leaves it and held every reading back for it (p50 2.9 against 1.0 ms beside a busy process); at a rate that
  * saturates the box (10,000 readings a second and more, where an acknowledgement takes tens of milliseconds

@@ -1,19 +1,21 @@
 // What one durable wait costs beside a CPU hog, without hr-relay: a thread writes 1 KiB records with O_DSYNC over a
-// preallocated, synced file (as the store's journal does, api/store/journal.ts), one at a time, and times each
+// journal file of the store's own making (createJournal: zero-filled and synced), one at a time, and times each
 // write. The tries take turns: without the hog, beside it (one busy process per core, as the contention rounds of
 // e2e-latency), and beside it at nice -5 (the unit's value; skipped where not permitted). For each write it also
 // reads how long the thread waited for a core (/proc/thread-self/schedstat), so that a write's wall time splits
-// into the disk's part and the wait to run again once the disk has answered (bench/README.md, "The targets not
-// met").
+// into the disk's part and the wait to run again once the disk has answered (bench/README.md, "What the wake-up
+// waits for").
 //
 //   node --import ./scripts/ts-loader.mjs bench/tools/dsync-wake.ts [writes] [tries] [dir]
 //
 // The defaults are 3,000 writes a try, 4 tries of each kind, and a file in the system's temporary directory (give
 // the data directory's disk to measure that one).
-import { closeSync, constants, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, constants, openSync, writeSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CoreWait } from '../../api/core-wait.ts'
+import { AREA_START, createJournal } from '../../api/store/journal.ts'
 import { startHog } from '../lib/hog.ts'
 import { fmt, percentile } from '../lib/stats.ts'
 
@@ -25,7 +27,7 @@ export type Kind = 'idle' | 'hog' | 'hog, nice -5'
 /** One try: each write's wall time and the part of it the thread spent waiting for a core (ms). */
 export interface Try { kind: Kind, wall: Float64Array, coreWait: Float64Array }
 
-/** `count` O_DSYNC writes of one record each, in turn over the file at `path` (already preallocated and synced). */
+/** `count` O_DSYNC writes of one record each, in turn over the record area of the journal at `path` (see preallocate). */
 export function timeWrites (path: string, count: number): Omit<Try, 'kind'> {
   const fd = openSync(path, constants.O_RDWR | constants.O_DSYNC)
   const coreWait = new CoreWait()
@@ -33,7 +35,7 @@ export function timeWrites (path: string, count: number): Omit<Try, 'kind'> {
   const wall = new Float64Array(count)
   const waited = new Float64Array(count)
   try {
-    for (let i = 0, at = 0; i < count; i++, at = (at + RECORD) % FILE_BYTES) {
+    for (let i = 0, at = AREA_START; i < count; i++, at = at + 2 * RECORD > FILE_BYTES ? AREA_START : at + RECORD) {
       const w0 = coreWait.ms()
       const t0 = performance.now()
       for (let done = 0; done < RECORD;) done += writeSync(fd, record, done, RECORD - done, at + done)
@@ -47,19 +49,15 @@ export function timeWrites (path: string, count: number): Omit<Try, 'kind'> {
   return { wall, coreWait: waited }
 }
 
-/** A zero-filled, synced file of FILE_BYTES in a new directory under `parent`: overwriting it changes no metadata. */
-export function preallocate (parent: string): { path: string, remove: () => void } {
-  const dir = mkdtempSync(join(parent, 'dsync-wake-'))
-  const path = join(dir, 'records')
-  const fd = openSync(path, 'w', 0o600)
-  try {
-    const zeros = Buffer.alloc(1 << 16)
-    for (let at = 0; at < FILE_BYTES; at += zeros.length) writeSync(fd, zeros, 0, zeros.length, at)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  return { path, remove: () => { rmSync(dir, { recursive: true, force: true }) } }
+/**
+ * A journal of FILE_BYTES made as the store makes its own (createJournal: zero-filled and synced, then renamed), in
+ * a new directory under `parent`: overwriting its record area changes no metadata.
+ */
+export async function preallocate (parent: string): Promise<{ path: string, remove: () => Promise<void> }> {
+  const dir = await mkdtemp(join(parent, 'dsync-wake-'))
+  const path = join(dir, 'journal')
+  await createJournal(path, FILE_BYTES, 0)
+  return { path, remove: async () => { await rm(dir, { recursive: true, force: true }) } }
 }
 
 /** A try's line: the wall time's p50, p99, p99.9 and max, the disk's part (wall less the wait for a core) at p99 and p99.9, and the share of all its wall time that was a wait for a core. */
@@ -81,7 +79,7 @@ function niceThread (value: number): boolean {
 
 /** The tries, `tries` of each kind in turn (idle, hog, hog at nice -5), `count` writes each, over a file under `parent`. */
 export async function measure (count: number, tries: number, parent: string, onTry: (t: Try) => void = () => undefined): Promise<Try[]> {
-  const file = preallocate(parent)
+  const file = await preallocate(parent)
   const out: Try[] = []
   try {
     const canNice = niceThread(-5) && niceThread(0)
@@ -101,7 +99,7 @@ export async function measure (count: number, tries: number, parent: string, onT
       }
     }
   } finally {
-    file.remove()
+    await file.remove()
   }
   return out
 }

@@ -22,7 +22,7 @@ t.test('describe: percentiles of the wall time and of the disk part, and the sha
 t.test('timeWrites: one timed O_DSYNC write a record, over the preallocated file without growing it', async t => {
   const parent = await mkdtemp(join(tmpdir(), 'dsync-wake-test-'))
   t.teardown(async () => { await rm(parent, { recursive: true, force: true }) })
-  const file = preallocate(parent)
+  const file = await preallocate(parent)
   const before = (await stat(file.path)).size
   const got = timeWrites(file.path, 50)
   t.equal(got.wall.length, 50)
@@ -31,7 +31,7 @@ t.test('timeWrites: one timed O_DSYNC write a record, over the preallocated file
   t.ok(got.coreWait.every((c, i) => c >= 0 && c <= got.wall[i]!), 'the wait for a core is a part of the write')
   t.equal((await stat(file.path)).size, before, 'overwrites: the file keeps its size')
   t.equal(before, 8 << 20)
-  file.remove()
+  await file.remove()
   t.same(await readdir(parent), [], 'remove takes the directory away')
 })
 
