@@ -4,7 +4,7 @@
 // `npm run build`, which `npm install` runs through the `prepare` script): no
 // TypeScript compiler at run time. This launcher and that bundle of the
 // command's front are CommonJS, so `hr-relay --help` and `hr-relay admin …`
-// start without Node's ES module loader (~10 ms of a ~130 ms start here);
+// start without setting up Node's ES module loader;
 // `start` and `sim` load the service and the simulator as ES modules.
 // When dist/ is missing or older than the sources (a `git pull` without a
 // build), it says so and runs the TypeScript sources instead, through the
@@ -13,6 +13,14 @@
 // sources. esbuild is a development dependency, so that path exists only in a
 // development install. bin/hr-relay.js runs this file too (installs that name it).
 const { readdirSync, statSync } = require('node:fs')
+
+// Node 22 is the oldest supported (package.json engines); 24 LTS is recommended. An older one fails here with
+// a message instead of on the first syntax or API it lacks.
+const NODE_MAJOR = Number(process.versions.node.split('.')[0])
+if (NODE_MAJOR < 22) {
+  process.stderr.write(`hr-relay: Node ${process.versions.node} is not supported; install Node 24 LTS (or 22). See README.md, "Supported Node versions".\n`)
+  process.exit(1)
+}
 const { join } = require('node:path')
 
 const ROOT = join(__dirname, '..') + '/'

@@ -18,8 +18,13 @@ DESTDIR=${DESTDIR:-}
 CONFIG=/etc/hr-relay.json
 UNIT=/etc/systemd/system/hr-relay.service
 
-if [ -z "$NODE" ]; then echo "install.sh: no node on the PATH; install Node 20 first (or set NODE=/path/to/node)" >&2; exit 1; fi
+if [ -z "$NODE" ]; then echo "install.sh: no node on the PATH; install Node 24 LTS (or 22) first (or set NODE=/path/to/node)" >&2; exit 1; fi
 case "$PREFIX$NODE$DATA_DIR$BINDIR" in *'|'*|*"'"*|*'"'*|*' '*) echo "install.sh: PREFIX, NODE, DATA_DIR and BINDIR must not contain spaces, quotes or |" >&2; exit 1 ;; esac
+node_version=$("$NODE" -p 'process.versions.node' 2>/dev/null || echo unknown)
+case "$node_version" in
+  [0-9]*) if [ "${node_version%%.*}" -lt 22 ]; then echo "install.sh: warning: $NODE is Node $node_version; hr-relay needs Node 22 or newer (24 LTS recommended) and will refuse to start on it" >&2; fi ;;
+  *) echo "install.sh: warning: could not run $NODE to read its version" >&2 ;;
+esac
 if [ ! -f "$PREFIX/bin/hr-relay.cjs" ]; then echo "install.sh: $PREFIX/bin/hr-relay.cjs not found (PREFIX must be the hr-relay checkout)" >&2; exit 1; fi
 if [ ! -f "$PREFIX/dist/.build-stamp" ]; then echo "install.sh: warning: $PREFIX has no build (dist/); run npm ci && npm run build there, or the service starts from the TypeScript sources (slower)" >&2; fi
 

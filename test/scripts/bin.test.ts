@@ -129,3 +129,18 @@ t.test('without esbuild (an install with --omit=dev) a stale build exits 1 and s
   t.equal(r.stdout, '')
   t.equal(r.stderr, `hr-relay: dist/ is missing, and esbuild is not installed (an install without development dependencies) to run the TypeScript sources. Run \`npm ci && npm run build\` in ${dir}/.\n`)
 })
+
+t.test('a Node older than 22 is refused at once, with the version and what to install', async t => {
+  const dir = await tree(t)
+  const fake = join(dir, 'node20.cjs')
+  await writeFile(fake, "Object.defineProperty(process.versions, 'node', { value: '20.20.2' })\n")
+  const child = spawn(process.execPath, ['--require', fake, join(dir, 'bin/hr-relay.cjs'), '--help'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', d => { stdout += d })
+  child.stderr.on('data', d => { stderr += d })
+  const code = await new Promise<number | null>(resolve => { child.on('close', resolve) })
+  t.equal(code, 1)
+  t.equal(stdout, '', 'nothing of the command ran')
+  t.equal(stderr, 'hr-relay: Node 20.20.2 is not supported; install Node 24 LTS (or 22). See README.md, "Supported Node versions".\n')
+})

@@ -137,3 +137,16 @@ t.test('the installed command is on the PATH and reaches the service\'s data dir
   t.equal(code, 0, stderr)
   t.match(stdout, /^alice\t[0-9a-f-]{36}\tpremium=none\n$/)
 })
+
+t.test('install.sh warns when the node it is given is older than 22, and not for a supported one', async t => {
+  const dest = await mkdtemp(join(tmpdir(), 'hr-deploy-'))
+  t.teardown(async () => { await rm(dest, { recursive: true, force: true }) })
+  const old = join(dest, 'node20')
+  await writeFile(old, '#!/bin/sh\necho 20.20.2\n', { mode: 0o755 })
+  const r = install({ DESTDIR: join(dest, 'a'), PREFIX: ROOT, NODE: old })
+  t.equal(r.status, 0, 'the files are still written: the operator may install a newer node at that path')
+  t.match(r.stderr, `install.sh: warning: ${old} is Node 20.20.2; hr-relay needs Node 22 or newer (24 LTS recommended) and will refuse to start on it\n`)
+  const current = install({ DESTDIR: join(dest, 'b'), PREFIX: ROOT, NODE: process.execPath })
+  t.equal(current.status, 0, current.stderr)
+  t.notMatch(current.stderr, /warning: .* is Node/)
+})
