@@ -1,4 +1,4 @@
-// The dependency rule (README "Architecture", .dependency-cruiser.cjs):
+// The dependency rule (docs/architecture.md "Dependency rules", .dependency-cruiser.cjs):
 // firmware-protocol ← api ← relay, device-sim uses only firmware-protocol,
 // bin/ puts the product and the simulator side by side, relay reaches api
 // only through its public modules, and no module is part of a cycle.

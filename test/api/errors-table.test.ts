@@ -1,8 +1,8 @@
-// The README's "Errors" table and the code's table (api/errors.ts) say the
+// The "Errors" table of docs/api.md and the code's table (api/errors.ts) say the
 // same thing, and every code in the table is one the server can send: it is
 // named somewhere in api/ or relay/ outside the tables, in a file that makes
-// ApiErrors. Both directions: a README row the table lacks, or a table entry
-// the README lacks, fails; so does an entry nothing sends.
+// ApiErrors. Both directions: a documented row the table lacks, or a table entry
+// the documentation lacks, fails; so does an entry nothing sends.
 import t from 'tap'
 import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -20,10 +20,10 @@ async function sources (dir: string): Promise<string[]> {
   return out
 }
 
-t.test('the README error table lists exactly the codes of api/errors.ts', async t => {
-  const readme = await readFile(join(root, 'README.md'), 'utf8')
-  const start = readme.indexOf('\n### Errors\n')
-  t.ok(start > 0, 'README has an "Errors" section')
+t.test('the error table of docs/api.md lists exactly the codes of api/errors.ts', async t => {
+  const readme = await readFile(join(root, 'docs', 'api.md'), 'utf8')
+  const start = readme.indexOf('\n## Errors\n')
+  t.ok(start > 0, 'docs/api.md has an "Errors" section')
   const section = readme.slice(start + 1, readme.indexOf('\n#', start + 2))
   const rows = [...section.matchAll(/^\| (\d{4}) \| ([a-z0-9_]+) \| (\d{3}) \|/gm)].map(m => `${m[1]} ${m[2]} ${m[3]}`)
   const lines = section.split('\n').filter(l => l.startsWith('|') && !l.startsWith('| code |') && !l.startsWith('|---'))

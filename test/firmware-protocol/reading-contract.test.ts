@@ -1,4 +1,4 @@
-// The reading contract: its numbers, the JSON Schema file and both READMEs
+// The reading contract: its numbers, the JSON Schema file and both documented tables
 // agree, and each codec applies it (BLE, serial; MQTT in mqtt.test.ts).
 import t from 'tap'
 import { readFileSync } from 'node:fs'
@@ -19,8 +19,8 @@ t.test('the device JSON Schema file carries the contract\'s numbers', async t =>
   t.same([p.battery_percent.minimum, p.battery_percent.maximum], [BATTERY_PERCENT.min, BATTERY_PERCENT.max])
 })
 
-t.test('README.md and firmware-protocol/README.md show the contract table row for row', async t => {
-  for (const file of ['../../README.md', '../../firmware-protocol/README.md']) {
+t.test('docs/api.md and firmware-protocol/README.md show the contract table row for row', async t => {
+  for (const file of ['../../docs/api.md', '../../firmware-protocol/README.md']) {
     const text = read(file)
     for (const [field, limit] of CONTRACT_TABLE) t.ok(text.includes(`| \`${field}\` | ${limit} |`), `${file}: ${field}`)
   }

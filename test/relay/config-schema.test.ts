@@ -6,7 +6,7 @@ import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { CONFIG_SCHEMA } from '../../relay/config-schema.ts'
 
-/** For every schema with `properties`, its path and its keys in order (the order the README and error lists follow). */
+/** For every schema with `properties`, its path and its keys in order (the order docs/operator.md and error lists follow). */
 function propertyOrder (schema: unknown, path = '(root)', out: string[] = []): string[] {
   if (schema === null || typeof schema !== 'object') return out
   const properties = (schema as { properties?: object }).properties

@@ -1,6 +1,6 @@
 // The upstream bridge against a real Mosquitto: readings keep flowing into a
 // persistent LevelDB queue while the upstream is down, across a restart of
-// the relay. What is asserted is what the README promises ("The upstream
+// the relay. What is asserted is what docs/integrations.md promises ("Upstream
 // bridge"): every reading arrives at least once; after deduplication on the
 // documented key (topic + measured_at) exactly the stored set arrives; and a
 // duplicate only ever repeats an identical message. QoS 1 allows duplicates
@@ -21,7 +21,7 @@ import type { StoredReading } from '../../api/pipeline/reading.ts'
 
 interface Received { topic: string, body: string }
 
-/** The deduplication key the README documents: the topic (box prefix and profile_id) and measured_at. */
+/** The deduplication key docs/integrations.md documents: the topic (box prefix and profile_id) and measured_at. */
 function keyOf (m: Received): string {
   const parsed = JSON.parse(m.body) as { measured_at: number }
   return `${m.topic} ${parsed.measured_at}`
@@ -70,7 +70,7 @@ class Watcher {
 }
 
 /**
- * The README's promise, checked on everything received: no message outside the expected set,
+ * The documented promise, checked on everything received: no message outside the expected set,
  * every expected message at least once, and every duplicate identical to the first of its key.
  */
 function assertAtLeastOnce (t: Pick<typeof import('tap').default, 'same' | 'comment'>, messages: Received[], expected: Received[]): void {

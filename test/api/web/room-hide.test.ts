@@ -1,4 +1,4 @@
-// "Hide me from room displays" (README "Member pages"): the member hides from
+// "Hide me from room displays" (docs/operator.md, "Pages the box serves"): the member hides from
 // /me; the display shows "paused" live and at first paint; the room streams
 // (display and other members' API streams) never carry the member's bpm while
 // hidden; showing again brings the readings back.
