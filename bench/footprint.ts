@@ -102,7 +102,7 @@ export const footprint: Scenario = {
       idles.push(await server.rss())
       idleNote = await idleSplit(server.pid, server.url)
       // The idle RSS is set by the start (it is the same from the second after it on) and differs between starts
-      // by up to ~9 MB (malloc's and V8's state after the start's collections): a full run takes the median of three.
+      // by several MB (malloc's and V8's state after the start's collections): a full run takes the median of three.
       for (let i = 1; i < IDLE_STARTS && !ctx.quick; i++) idles.push(await idleRss(start))
       idle = percentile([...idles].sort((a, b) => a - b), 50)
       await openViewers(viewers, viewersFor(server.url, f.users.slice(0, nv)))

@@ -13,6 +13,7 @@ import { fleet, freshCopy } from './lib/fleet.ts'
 import { allCpus, pinProcess } from './lib/hog.ts'
 import { Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
+import { ingestTarget, PI_INGEST_PER_SECOND } from './lib/targets.ts'
 import type { Context, Outcome, Scenario } from './lib/scenario.ts'
 import { requireMqtt, startServer } from './lib/server.ts'
 import { serviceEnvironment } from './lib/unit-env.ts'
@@ -26,7 +27,7 @@ function workerCpus (): string {
   return availableParallelism() > 1 ? `1-${availableParallelism() - 1}` : '0'
 }
 
-/** --quick: the first three of ingest-capacity's steps (one core stops there anyway); full runs climb all of them. */
+/** --quick: the first three of ingest-capacity's quick steps (one core stops there anyway); full runs climb all of them. */
 const QUICK_RATES = [250, 1000, 4000]
 
 async function pinnedClimb (ctx: Context, devices: Worker, label: string, port: number, logins: Parameters<typeof climb>[4], stepMs: number): Promise<{ steps: Step[], warmupAcked: number }> {
@@ -73,7 +74,8 @@ export const piProfile: Scenario = {
       const refCap = capacity(theirs)
       const accounting = ingestAccounting(mine.warmupAcked, mine.steps.map(s => s.acked), raw)
       lost += accounting.lost
-      figures.push(figure('QoS 1 readings/s stored and acknowledged (PUBACK p99 <= 100 ms), one core, 256 MB heap', cap?.achieved ?? 0, 'readings/s', { name: 'bare Aedes, same core', value: refCap?.achieved ?? 0 }))
+      figures.push(figure('QoS 1 readings/s stored and acknowledged (PUBACK p99 <= 100 ms), one core, 256 MB heap', cap?.achieved ?? 0, 'readings/s', { name: 'bare Aedes, same core', value: refCap?.achieved ?? 0 },
+        ingestTarget(cap?.achieved ?? 0, accounting.lost, PI_INGEST_PER_SECOND)))
       figures.push(figure('PUBACK p99 at that rate, one core', cap?.p99 ?? Number.NaN, 'ms', { name: 'bare Aedes, same core', value: refCap?.p99 ?? Number.NaN }))
       figures.push(figure('RSS after the climb, one core, 256 MB heap', rss / (1024 * 1024), 'MB'))
       notes.push(`ingest: ${k} devices, steps of ${stepMs / 1000} s: ${mine.steps.map(s => `${s.rate}/s→p99 ${s.p99.toFixed(1)} ms${s.ok ? '' : ' (fail)'}`).join(', ')}; reference: ${theirs.map(s => `${s.rate}/s→p99 ${s.p99.toFixed(1)} ms${s.ok ? '' : ' (fail)'}`).join(', ')}`)

@@ -1,5 +1,5 @@
 // Summarises a V8 .cpuprofile (from `npm run bench -- --profile`): self time
-// by function and by package/folder, so bench/README.md can say where the
+// by function and by package/folder, so a profile can say where the
 // time goes. Usage: node --import ./scripts/ts-loader.mjs bench/profile-summary.ts FILE [top] [skip-seconds]
 //
 // V8 samples by the wall clock, and each sample's time is the interval since

@@ -6,7 +6,6 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { mkdir } from 'node:fs/promises'
 import { disposeFleet, fleet } from './lib/fleet.ts'
-import { durableMode, type DurableMode } from './lib/sync-batches.ts'
 import { reuseWorkers, stopIdleWorkers } from './lib/proc.ts'
 import { formatTable, machine, writeResult, type ScenarioResult } from './lib/results.ts'
 import type { Context, Scenario } from './lib/scenario.ts'
@@ -33,11 +32,6 @@ async function main (): Promise<number> {
     process.stderr.write(`bench: unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map(s => s.name).join(', ')}\n`)
     return 2
   }
-  let durable: DurableMode
-  try { durable = durableMode() } catch (err) {
-    process.stderr.write(`bench: ${(err as Error).message}\n`)
-    return 2
-  }
   const selected = SCENARIOS.filter(s => only === undefined || only.includes(s.name))
   const t0 = Date.now()
   const log = (line: string): void => { process.stderr.write(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`) }
@@ -50,8 +44,6 @@ async function main (): Promise<number> {
   }
   const m = machine()
   log(`hr-relay bench${quick ? ' --quick' : ''}: ${selected.map(s => s.name).join(', ')} on ${m.cores} cores (${m.cpu}), node ${m.node}`)
-  const journalNote = 'BENCH_DURABLE_REF=journal: the "+ sync batch" references wrote each batch to LevelDB without sync and to a preallocated journal with O_DSYNC (bench/lib/sync-batches.ts), not in a LevelDB sync batch'
-  if (durable === 'journal') log(journalNote)
 
   const need = Math.max(0, ...selected.map(s => s.fleetSize?.(quick) ?? 0))
   let fleetError: string | undefined
@@ -63,7 +55,7 @@ async function main (): Promise<number> {
   const results: ScenarioResult[] = []
   for (const s of selected) {
     const started = Date.now()
-    const result: ScenarioResult = { scenario: s.name, quick, started_at: new Date(started).toISOString(), duration_s: 0, machine: m, reference: s.reference, figures: [], lost: 0, notes: durable === 'journal' ? [journalNote] : [] }
+    const result: ScenarioResult = { scenario: s.name, quick, started_at: new Date(started).toISOString(), duration_s: 0, machine: m, reference: s.reference, figures: [], lost: 0, notes: [] }
     try {
       if (fleetError !== undefined && (s.fleetSize?.(quick) ?? 0) > 0) throw new Error(fleetError)
       log(`${s.name}: start`)

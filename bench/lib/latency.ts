@@ -56,7 +56,7 @@ export function deliveryMany (sends: ReadonlyMap<string, number>, receiptSets: R
 /**
  * Ends a window's straggler wait: polls the receivers' counts until at least
  * `expected` receipts are in and `missing(receipts)` is 0, or `maxMs` passed
- * (the old fixed wait, still the limit), then stops recording and returns
+ * (the limit), then stops recording and returns
  * every receiver's receipts. Finishing early changes no figure: a reading
  * still missing at the limit is lost either way.
  */

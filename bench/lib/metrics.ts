@@ -18,23 +18,6 @@ export function parseIngestHistogram (text: string): IngestHistogram | undefined
   return { count, meanMs: count === 0 ? 0 : (sum / count) * 1000, buckets }
 }
 
-/**
- * The write-ahead journal's records by thread (hr_relay_journal_writes_total) and the groups written as sync batches
- * beside it (hr_relay_sync_batches_total, 0 from a build without it), or undefined while there is no journal.
- */
-export interface JournalWrites { eventLoop: number, pool: number, sync: number }
-
-export function parseJournalWrites (text: string): JournalWrites | undefined {
-  const of = (thread: string): number | undefined => {
-    const m = new RegExp(`^hr_relay_journal_writes_total\\{thread="${thread}"\\} ([0-9.e+-]+)$`, 'm').exec(text)
-    return m === null ? undefined : Number(m[1])
-  }
-  const eventLoop = of('event_loop')
-  const pool = of('pool')
-  const sync = /^hr_relay_sync_batches_total ([0-9.e+-]+)$/m.exec(text)
-  return eventLoop === undefined || pool === undefined ? undefined : { eventLoop, pool, sync: sync === null ? 0 : Number(sync[1]) }
-}
-
 /** The smallest bucket bound holding at least p % of the observations (an upper bound of the percentile). */
 export function bucketPercentile (h: IngestHistogram, p: number): number {
   const want = (p / 100) * h.count

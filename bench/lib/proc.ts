@@ -14,7 +14,7 @@ interface Reply { id: number, ok: boolean, value?: unknown, error?: string }
  * --quick keeps stopped workers for the next scenario that starts the same
  * file with the same environment, when the worker has a `reset` handler
  * (closes its connections, forgets its state): a worker process start costs
- * 0.5–2.5 s of CPU here. Full runs start every worker fresh.
+ * seconds of CPU (the TypeScript load hook). Full runs start every worker fresh.
  */
 let reuse = false
 const LOADER = fileURLToPath(new URL('../../scripts/ts-loader.mjs', import.meta.url))

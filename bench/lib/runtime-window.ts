@@ -52,14 +52,16 @@ export interface RuntimeScrape { at: number, gcPauses: number, gcMs: number, loo
 /**
  * hr-relay's runtime figures from its /metrics text; undefined when it does not
  * export them. The event-loop figures cover the time since the previous scrape
- * (prom-client resets its histogram at every collection).
+ * (prom-client resets its histogram at every collection). The GC histogram has
+ * a sample only per kind of collection seen since the metrics started, so a
+ * text with the event-loop gauges and no GC sample means no pause yet.
  */
 export function parseRuntime (text: string, at: number): RuntimeScrape | undefined {
-  const count = metricSum(text, 'hr_relay_nodejs_gc_duration_seconds_count')
-  const seconds = metricSum(text, 'hr_relay_nodejs_gc_duration_seconds_sum')
   const p99 = metricSum(text, 'hr_relay_nodejs_eventloop_lag_p99_seconds')
   const max = metricSum(text, 'hr_relay_nodejs_eventloop_lag_max_seconds')
-  if (count === undefined || seconds === undefined || p99 === undefined || max === undefined) return undefined
+  if (p99 === undefined || max === undefined) return undefined
+  const count = metricSum(text, 'hr_relay_nodejs_gc_duration_seconds_count') ?? 0
+  const seconds = metricSum(text, 'hr_relay_nodejs_gc_duration_seconds_sum') ?? 0
   return { at, gcPauses: count, gcMs: seconds * 1000, loopP99Ms: p99 * 1000, loopMaxMs: max * 1000 }
 }
 

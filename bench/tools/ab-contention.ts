@@ -1,9 +1,8 @@
 // Two builds or settings of hr-relay against each other beside the CPU hog, in paired rounds with bare Aedes: the
 // contention rows of e2e-latency, with a second hr-relay in every round. One round's ratio against bare Aedes moves
 // by a factor of several with the machine; A and B, measured back to back in the same rounds, see the same machine.
-// Even so one round's B / A is noisy: a run of the same build on both sides (2026-11-28) had rounds from 0.52 to
-// 1.94 and a geometric mean of 1.03 over 8 rounds. Read the geometric mean over 8 rounds or more, and take a
-// difference for real only well beyond that (bench/README.md, "What changed later on 2026-11-28").
+// Even so one round's B / A is noisy, even with the same build on both sides: read the geometric mean over 8
+// rounds or more, and take a difference for real only well beyond what the same build against itself shows.
 //
 //   AB_A_ENTRY=/tmp/old/dist/relay/cli-entry.js AB_B_ENTRY=$PWD/dist/relay/cli-entry.js \
 //     node --import ./scripts/ts-loader.mjs bench/tools/ab-contention.ts [devices] [rounds] [window ms]

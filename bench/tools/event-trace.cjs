@@ -1,5 +1,5 @@
-// A timeline of one process's own events, for finding what a slow window had
-// (bench/README.md, "The targets not met"). Loaded with
+// A timeline of one process's own events, for finding what a slow window had.
+// Loaded with
 //   EVENT_TRACE_DIR=/some/dir NODE_OPTIONS="--require $PWD/bench/tools/event-trace.cjs" npm run bench -- --only e2e-latency
 // it traces the processes whose command line matches EVENT_TRACE_MATCH (a
 // regular expression; default: `hr-relay start … --no-demo` and the bench's
@@ -11,10 +11,9 @@
 //                                             time on a core and runnable without one (schedstat)
 //   G <start> <ms> <kind>                     a GC pause (perf_hooks kind: 1 minor, 4 major, 8 incremental)
 //   B <start> <end> <ops> <sync>              a LevelDB batch, from the call to its callback
-// bench/tools/event-trace-report.ts reads them. A tick costs ~40 µs of CPU on
-// this 2-core VM (mostly the /proc read), 200 times a second: about 1 % of a
-// core on the traced main thread, in the figures it traces. The log is
-// written every 500 ms.
+// bench/tools/event-trace-report.ts reads them. Each tick reads /proc, 200
+// times a second: its CPU is on the traced main thread, in the figures it
+// traces. The log is written every 500 ms.
 'use strict'
 const dir = process.env.EVENT_TRACE_DIR
 const match = new RegExp(process.env.EVENT_TRACE_MATCH ?? String.raw`(\sstart\s.*--no-demo)|aedes-ref`)

@@ -7,9 +7,7 @@ import t from 'tap'
 import mqtt from 'mqtt'
 import { WebSocket } from 'ws'
 import { Worker } from '../../bench/lib/proc.ts'
-import { readFileSync, statSync } from 'node:fs'
-import { join } from 'node:path'
-import { durableMode, journalRecord, JOURNAL_BYTES, SyncBatches } from '../../bench/lib/sync-batches.ts'
+import { SyncBatches } from '../../bench/lib/sync-batches.ts'
 
 const TOPIC = (i: number): string => `hr-relay/v1/devices/durable${i}/heart_rate`
 
@@ -104,29 +102,13 @@ t.test('the reference subscriber per device: one connection a device, each on it
   t.same(await broker.call('counts'), { batches: 4, stored: 4 })
 })
 
-t.test('BENCH_DURABLE_REF=journal: a batch is done once the preallocated journal and LevelDB both hold it', async t => {
-  t.equal(durableMode(undefined), 'sync')
-  t.equal(durableMode('sync'), 'sync')
-  t.equal(durableMode('journal'), 'journal')
-  t.throws(() => durableMode('fast'), { message: 'BENCH_DURABLE_REF=fast: expected sync or journal' })
-
-  const store = await SyncBatches.open('journal')
+t.test('SyncBatches: a message is done once its sync batch is written; messages that arrive meanwhile form the next batch', async t => {
+  const store = await SyncBatches.open()
   t.teardown(async () => { await store.close() })
-  const journal = join(store.dir, 'journal')
-  // Allocated and written in full before the first batch: a batch changes no metadata.
-  t.equal(statSync(journal).size, JOURNAL_BYTES)
-  // At least its size in blocks: a filesystem may count metadata or preallocation beyond it (XFS, btrfs); a sparse file has fewer.
-  const allocated = statSync(journal).blocks * 512
-  t.ok(allocated >= JOURNAL_BYTES, `every block allocated, not sparse (${allocated} of ${JOURNAL_BYTES} bytes)`)
-
-  const value = Buffer.from('{"heart_rate":72}')
-  await new Promise<void>((resolve, reject) => { store.add('dev1', value, err => { if (err === null) resolve(); else reject(err) }) })
-  t.equal(store.stored, 1)
-  t.equal(store.batches, 1)
-  const expected = journalRecord([{ key: 'dev1!000000000000', value }])
-  t.equal(expected.length, 8 + 17 + 17)
-  t.same(readFileSync(journal).subarray(0, expected.length + 4), Buffer.concat([expected, Buffer.alloc(4)]), 'the record at the journal\'s start, zeros after it')
-  t.equal(expected.readUInt32LE(0), 17, 'key length')
-  t.equal(expected.readUInt32LE(4), 17, 'value length')
-  t.equal(expected.subarray(8, 25).toString(), 'dev1!000000000000')
+  const add = async (prefix: string, text: string): Promise<void> => { await new Promise<void>((resolve, reject) => { store.add(prefix, Buffer.from(text), err => { if (err === null) resolve(); else reject(err) }) }) }
+  await add('dev1', '{"heart_rate":72}')
+  t.same({ batches: store.batches, stored: store.stored }, { batches: 1, stored: 1 })
+  // Ten at once: the first starts a batch alone, the nine that arrive while it is written go together in the next.
+  await Promise.all(Array.from({ length: 10 }, async (_, i) => { await add(`dev${i}`, `{"heart_rate":${60 + i}}`) }))
+  t.same({ batches: store.batches, stored: store.stored }, { batches: 3, stored: 11 })
 })

@@ -1,7 +1,6 @@
 // bench/tools/event-trace.cjs (a preload that logs a process's timer ticks,
 // GC pauses and LevelDB batches) and bench/tools/event-trace-report.ts (which
-// cuts the log into the windows the process ran and finds its stalls): the
-// trace of contention rounds in bench/README.md comes from them.
+// cuts the log into the windows the process ran and finds its stalls).
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'

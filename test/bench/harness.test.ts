@@ -143,14 +143,6 @@ t.test('the ingest histogram is read from Prometheus text', async t => {
   t.equal(parseIngestHistogram('nothing'), undefined)
 })
 
-t.test('the journal\'s records by thread, and the sync batches beside it, are read from Prometheus text', async t => {
-  const { parseJournalWrites } = await import('../../bench/lib/metrics.ts')
-  const text = '# TYPE hr_relay_journal_writes_total gauge\nhr_relay_journal_writes_total{thread="event_loop"} 1200\nhr_relay_journal_writes_total{thread="pool"} 34\n'
-  t.same(parseJournalWrites(text), { eventLoop: 1200, pool: 34, sync: 0 }, 'a build without the sync batches\' counter: 0 of them')
-  t.same(parseJournalWrites(`${text}# TYPE hr_relay_sync_batches_total gauge\nhr_relay_sync_batches_total 917\n`), { eventLoop: 1200, pool: 34, sync: 917 }, 'and the groups written as sync batches beside the journal')
-  t.equal(parseJournalWrites('# TYPE hr_relay_journal_writes_total gauge\n'), undefined, 'no journal yet')
-})
-
 t.test('--quick keeps a stopped worker that can reset and hands it to the next start of the same file', async t => {
   reuseWorkers(true)
   t.teardown(async () => { reuseWorkers(false); await stopIdleWorkers() })

@@ -52,6 +52,14 @@ t.test('a server without the runtime figures gives none', async t => {
   t.equal(parseRuntime('# no metrics\nhr_relay_readings_stored_total 3\n', 0), undefined)
 })
 
+t.test('before its first collection a server exports the event loop and no GC sample: no pause yet', async t => {
+  const loop = 'hr_relay_nodejs_eventloop_lag_max_seconds 0.014\nhr_relay_nodejs_eventloop_lag_p99_seconds 0.012\n'
+  t.same(parseRuntime(loop, 5), { at: 5, gcPauses: 0, gcMs: 0, loopP99Ms: 12, loopMaxMs: 14 })
+  const gc = 'hr_relay_nodejs_gc_duration_seconds_sum{kind="minor"} 0.002\nhr_relay_nodejs_gc_duration_seconds_count{kind="minor"} 3\n' +
+    'hr_relay_nodejs_gc_duration_seconds_sum{kind="major"} 0.004\nhr_relay_nodejs_gc_duration_seconds_count{kind="major"} 1\n'
+  t.same(parseRuntime(loop + gc, 6), { at: 6, gcPauses: 4, gcMs: 6, loopP99Ms: 12, loopMaxMs: 14 })
+})
+
 t.test('a reference worker records the same figures for its window', async t => {
   const rec = runtimeRecorder()
   rec.start()
