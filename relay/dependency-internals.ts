@@ -8,17 +8,12 @@
 //   dbus-next 0.10.2  MessageBus#_addMatch / #_removeMatch   relay/sources/ble/session.ts (refcount fix)
 //   node-ble 1.13.0   Device/GattServer/... .helper.removeListeners()   relay/sources/ble/node-ble-quirks.ts
 //   aedes 1.2.0       Aedes#clients (client id → Client)     relay/broker/auth.ts (client-id rule)
-// Two more are not checked at start, because a change there only costs speed:
+// One more is not checked at start, because a change there only costs speed:
 // the code falls back to the documented way, and a test notices.
-//   debug 4.x         the `debug` module's require.cache entry   relay/broker/quiet-debug.ts
-//                     (test/relay/broker/quiet-debug.test.ts)
 //   node 20 http      ServerResponse fields _keepAliveTimeout, _defaultKeepAlive, _maxRequestsPerSocket,
 //                     _removedConnection, shouldKeepAlive, finished; the socket's _httpMessage
 //                     api/http/latest-lane.ts: the raw keep-alive answer, else writeHead
 //                     (test/api/http/latest-lane.test.ts counts the writeHead calls)
-//   node 20 async_hooks executionAsyncResource() in a nextTick callback is its queue entry
-//                     relay/tick-maps.ts: holds one so that nextTick's maps outlive idle collections
-//                     (test/relay/tick-maps.test.ts)
 import { createRequire } from 'node:module'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'

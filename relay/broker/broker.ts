@@ -4,7 +4,6 @@
 // mqtt-source.ts (a Source) takes what devices publish into the pipeline. The
 // broker publishes each device's availability (retained `online`/`offline`)
 // and each stored reading on the owner's user topic for local consumers.
-import './quiet-debug.ts'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
