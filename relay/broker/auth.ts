@@ -248,7 +248,7 @@ export class BrokerAuth {
     }
     const topic = parseDeviceTopic(packet.topic)
     if (topic === null || normalizeDeviceId(topic.device_id) !== principal.device_id) {
-      this.deps.log.warn({ device_id: principal.device_id, topic: packet.topic.slice(0, 200) }, 'MQTT publish to a foreign topic refused; closing the connection')
+      this.deps.log.warn({ device_id: principal.device_id, topic: packet.topic.slice(0, 200) }, 'MQTT publish to a foreign topic refused')
       throw this.refuse('mqtt_unauthorized_publish', `device ${principal.device_id} may not publish to ${packet.topic}`)
     }
     await this.deps.ingest.publish(principal.device_id, topic.kind, packet, client.closed)
