@@ -30,9 +30,9 @@
 //   node-ble 1.13.0   Device/GattServer/GattService/GattCharacteristic .helper.removeListeners()
 //     relay/sources/ble/node-ble-quirks.ts. node-ble adds PropertiesChanged listeners
 //     to its BusHelper proxies and removes them only when Disconnect or StopNotify
-//     succeeds, which never happens after a link drop. Upstream:
-//     chrvadala/node-ble issues #35, #12 and #76 (BusHelper.removeListeners came
-//     with pull request #37).
+//     succeeds (Device#disconnect() is the only caller of removeListeners()),
+//     which never happens after a link drop. Upstream: chrvadala/node-ble issues
+//     #35, #12 and #76, and pull request #37.
 import { createRequire } from 'node:module'
 import { EventEmitter } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
