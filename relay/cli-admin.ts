@@ -211,7 +211,8 @@ export async function runAdmin (argv: string[]): Promise<{ json: boolean, output
   try { body = JSON.parse(text) } catch { /* keep text */ }
   if (res.status < 200 || res.status > 299) {
     const b = body as { error_message?: string, detail?: string }
-    throw new CliError(`${req.method} ${req.path} failed: HTTP ${res.status} ${b?.error_message ?? text}`, 1, body)
+    const detail = typeof b?.detail === 'string' ? `: ${b.detail}` : ''
+    throw new CliError(`${req.method} ${req.path} failed: HTTP ${res.status} ${b?.error_message ?? text}${detail}`, 1, body)
   }
   return { json, output: json ? JSON.stringify(body) : (command.human ?? humanize)(body) }
 }

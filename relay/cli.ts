@@ -4,7 +4,6 @@
 import { parseArgs } from 'node:util'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 import type { ServiceHooks } from './main.ts'
-import { keepTickObjectMaps } from './tick-maps.ts'
 
 /** Built when printed: other folders register admin commands and subcommands at load time. */
 function usage (): string {
@@ -27,8 +26,6 @@ export const SUBCOMMANDS: Record<string, SubcommandRunner> = {}
 export const START_HOOKS: Array<() => ServiceHooks> = []
 
 async function start (argv: string[], io: CliStreams): Promise<number> {
-  // Before any collection of the start can free them (relay/tick-maps.ts).
-  void keepTickObjectMaps()
   let values
   try {
     ({ values } = parseArgs({

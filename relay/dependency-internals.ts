@@ -1,25 +1,40 @@
-// The private internals of dependencies that hr-relay still relies on, each
-// checked at start so that an upgrade which changes one fails loudly here
-// (the BLE checks when the BLE source loads, the aedes check when the broker starts)
-// instead of silently leaking (D-Bus match rules, node-ble listeners) or
-// letting one client take over another's session (aedes). The versions are
-// pinned exactly in package.json; bump a pin only after these checks and
-// their tests pass against the new version.
-//   dbus-next 0.10.2  MessageBus#_addMatch / #_removeMatch   relay/sources/ble/session.ts (refcount fix)
-//   node-ble 1.13.0   Device/GattServer/... .helper.removeListeners()   relay/sources/ble/node-ble-quirks.ts
-//   aedes 1.2.0       Aedes#clients (client id → Client)     relay/broker/auth.ts (client-id rule)
-// Two more are not checked at start, because a change there only costs speed:
-// the code falls back to the documented way, and a test notices.
-//   debug 4.x         the `debug` module's require.cache entry   relay/broker/quiet-debug.ts
-//                     (test/relay/broker/quiet-debug.test.ts)
-//   node 20 http      ServerResponse fields _keepAliveTimeout, _defaultKeepAlive, _maxRequestsPerSocket,
-//                     _removedConnection, shouldKeepAlive, finished; the socket's _httpMessage
-//                     api/http/latest-lane.ts: the raw keep-alive answer, else writeHead
-//                     (test/api/http/latest-lane.test.ts counts the writeHead calls)
-//   node 20 async_hooks executionAsyncResource() in a nextTick callback is its queue entry
-//                     relay/tick-maps.ts: holds one so that nextTick's maps outlive idle collections
-//                     (test/relay/tick-maps.test.ts)
+// The private internals of dependencies that hr-relay relies on: only the
+// BLE stack's, each working around a defect of node-ble 1.13.0 or dbus-next
+// 0.10.2 that a relay which reconnects for days would otherwise hit. Both
+// versions are pinned exactly in package.json, and the BLE source checks
+// these at load (assertDependencyInternals), so that an upgrade which changes
+// one fails loudly with a named error instead of silently leaking. Bump a pin
+// only after these checks and the BLE tests pass against the new version,
+// and drop an entry once its upstream fix is released.
+//
+//   dbus-next 0.10.2  MessageBus#_addMatch / #_removeMatch, replaced per connection
+//     relay/sources/ble/session.ts (fixMatchRuleRefcount). The refcount check passes
+//     its arguments to hasOwnProperty swapped, so AddMatch is sent for every first
+//     listener and RemoveMatch never, and dbus-daemon refuses a connection's 513th
+//     rule. Upstream: dbusjs/node-dbus-next pull requests #110 and #126 (not
+//     released), reported through chrvadala/node-ble issue #36.
+//   dbus-next 0.10.2  MessageBus#_connection.stream, destroyed after end
+//     relay/sources/ble/session.ts (close). MessageBus#disconnect(), which node-ble's
+//     destroy() calls, only ends the writable side of the socket, which stays
+//     open until dbus-daemon answers with its own end. No upstream issue known.
+//   dbus-next 0.10.2  MessageBus#_signals (the router of signal listeners), counted
+//     relay/sources/ble/node-ble-quirks.ts (signalListenerCount): the BLE source's
+//     diagnostics, which the reconnect tests use to show that the two listener
+//     leaks here stay fixed. Read only; no defect of its own.
+//   node-ble 1.13.0   Bluetooth#dbus, the MessageBus createBluetooth() made
+//     relay/sources/ble/session.ts: node-ble adds no 'error' listener to its bus,
+//     so a lost D-Bus connection would be an uncaught 'error' event; the session
+//     adds one, and reads properties node-ble does not cover through the same bus.
+//     createBluetooth() returns only the Bluetooth object and destroy(). No
+//     upstream issue known.
+//   node-ble 1.13.0   Device/GattServer/GattService/GattCharacteristic .helper.removeListeners()
+//     relay/sources/ble/node-ble-quirks.ts. node-ble adds PropertiesChanged listeners
+//     to its BusHelper proxies and removes them only when Disconnect or StopNotify
+//     succeeds (Device#disconnect() is the only caller of removeListeners()),
+//     which never happens after a link drop. Upstream: chrvadala/node-ble issues
+//     #35, #12 and #76, and pull request #37.
 import { createRequire } from 'node:module'
+import { EventEmitter } from 'node:events'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { relayErrorMessage } from './error-codes.ts'
@@ -47,16 +62,26 @@ export function installedVersion (pkg: string): string {
   return '(version unknown)'
 }
 
-/** dbus-next's private match-rule pair, replaced per connection by session.ts. */
+/** dbus-next's private match-rule pair (replaced per connection), its connection's stream and its signal router. */
 export function assertDbusNextInternals (): void {
-  const MessageBus = require('dbus-next/lib/bus.js') as { prototype: Record<string, unknown> }
+  const MessageBus = require('dbus-next/lib/bus.js') as { prototype: Record<string, unknown> } & (new (conn: unknown) => Record<string, unknown>)
   for (const name of ['_addMatch', '_removeMatch']) {
     if (typeof MessageBus.prototype[name] !== 'function') throw new DependencyInternalsError('dbus-next', `MessageBus#${name}`)
   }
+  // A connection that drops what it is given: the constructor stores it and queues a Hello call that is never sent.
+  const stream = {}
+  const conn = Object.assign(new EventEmitter(), { stream, message (): void {} })
+  const bus = new MessageBus(conn)
+  if ((bus._connection as { stream?: unknown } | undefined)?.stream !== stream) throw new DependencyInternalsError('dbus-next', 'MessageBus#_connection.stream')
+  if (!(bus._signals instanceof EventEmitter)) throw new DependencyInternalsError('dbus-next', 'MessageBus#_signals (an EventEmitter)')
 }
 
-/** node-ble's per-object BusHelper with removeListeners(), called by node-ble-quirks.ts. */
+/** node-ble's Bluetooth#dbus, and its per-object BusHelper with removeListeners() (node-ble-quirks.ts). */
 export function assertNodeBleInternals (): void {
+  const Bluetooth = require('node-ble/src/Bluetooth.js') as new (dbus: unknown) => { dbus?: unknown }
+  // The constructor only stores the bus (no D-Bus traffic).
+  const bus = {}
+  if (new Bluetooth(bus).dbus !== bus) throw new DependencyInternalsError('node-ble', 'Bluetooth#dbus')
   const classes: Record<string, new (...args: unknown[]) => unknown> = {
     Device: require('node-ble/src/Device.js'),
     GattServer: require('node-ble/src/GattServer.js'),
@@ -70,13 +95,7 @@ export function assertNodeBleInternals (): void {
   }
 }
 
-/** aedes's table of connected clients by client id, read by the broker's client-id rule. */
-export function assertAedesInternals (aedes: object): void {
-  const clients = (aedes as { clients?: unknown }).clients
-  if (typeof clients !== 'object' || clients === null || Array.isArray(clients)) throw new DependencyInternalsError('aedes', 'Aedes#clients (an object of clients by id)')
-}
-
-/** The checks that need no instance, run once at start (relay/main.ts). */
+/** Every check, run when the BLE source loads (relay/sources/ble.ts). */
 export function assertDependencyInternals (): void {
   assertDbusNextInternals()
   assertNodeBleInternals()

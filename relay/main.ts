@@ -196,7 +196,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
         keepaliveLimitS: config.mqtt.keepalive_limit_s
       }, { devices, apps: appAuth(services.tokens), ingest, log, metrics, readings: data.hub, ...(homeAssistant === null ? {} : { integrations: homeAssistant }) })
       : null
-    const features = [...apiFeatures, metricsPlugin(metrics), adminIntegrationsPlugin(integrations), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
+    const features = [...apiFeatures, metricsPlugin(metrics), adminIntegrationsPlugin(integrations, { home_assistant: config.home_assistant.enabled }), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
     const app = await buildServer(services, {
       bodyLimit: config.http.body_limit_bytes,
       features,

@@ -2,8 +2,9 @@
 // specification's chatapp:rich_presence:config scopes; README "Rich-presence
 // configuration"). Both routes need the chatapp_rich_presence feature (402
 // 7007 otherwise, checked before the body is read). Read answers the stored
-// configuration or the defaults; write replaces the whole object. Wrong
-// types, unknown keys and long strings are 400 code 7013 (api/store/rich-presence.ts).
+// configuration, every key null when none is stored; write replaces the whole
+// object, and a key it leaves out is null. Wrong types, unknown keys and long
+// strings are 400 code 7013 (api/store/rich-presence.ts).
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { guard, type GuardUses } from './data-auth.ts'

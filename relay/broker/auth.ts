@@ -20,11 +20,13 @@
 //   It may publish only its own birth/will (`<discovery_prefix>/status`).
 // - Anonymous connections are refused (CONNACK 5), wrong credentials get 4.
 // - Client ids (a client id names a session, and a second connection with the
-//   same id takes the first one's place, [MQTT-3.1.4-2]); see clientIdAllowed:
+//   same id takes the first one's place, [MQTT-3.1.4-2]); see clientIdRefusal:
 //   a paired device's id is reserved for that device; a device with valid
 //   credentials is never refused for its client id (it takes the id over from
 //   an app or another device); an app may not take an id held by another
-//   principal (CONNACK 2); every principal takes over its own sessions.
+//   principal (CONNACK 2); every principal takes over its own sessions. Who
+//   holds an id is kept from aedes's documented `client` and
+//   `clientDisconnect` events.
 //
 // Readings: a device's publish on its own topics, once authorized here, is
 // handed to the MQTT ingest source (mqtt-source.ts, a Source like BLE and
@@ -115,6 +117,13 @@ function samePrincipal (a: Principal, b: Principal): boolean {
 
 export class BrokerAuth {
   private readonly principals = new WeakMap<Client, Principal>()
+  /**
+   * The registered connection of each client id, kept from aedes's `client`
+   * event (a connection registered, after any takeover of its id finished)
+   * and `clientDisconnect` event (only the connection that holds the id
+   * releases it).
+   */
+  private readonly holders = new Map<string, Client>()
   /** Apps' access tokens, kept in memory only to re-check revocation; never logged. */
   private readonly secrets = new WeakMap<Client, string>()
   private readonly now: () => number
@@ -127,10 +136,14 @@ export class BrokerAuth {
     return this.principals.get(client)
   }
 
-  /** Installs the hooks on an aedes instance. */
-  install (aedes: Aedes): void {
+  /** Installs the hooks and the client-id listeners on an aedes instance; returns what removes the listeners. */
+  install (aedes: Aedes): () => void {
+    const registered = (client: Client): void => { this.holders.set(client.id, client) }
+    const released = (client: Client): void => { if (this.holders.get(client.id) === client) this.holders.delete(client.id) }
+    aedes.on('client', registered)
+    aedes.on('clientDisconnect', released)
     aedes.authenticate = (client, username, password, done) => {
-      this.authenticate(aedes, client, username, password).then(
+      this.authenticate(client, username, password).then(
         principal => { this.principals.set(client, principal); done(null, true) },
         (err: AuthenticateError) => { done(err, false) })
     }
@@ -141,9 +154,14 @@ export class BrokerAuth {
       this.authorizeSubscribe(client, sub).then(s => { done(null, s) }, () => { done(null, null) })
     }
     aedes.authorizeForward = (client, packet) => this.authorizeForward(client, packet.topic) ? packet : null
+    return () => {
+      aedes.off('client', registered)
+      aedes.off('clientDisconnect', released)
+      this.holders.clear()
+    }
   }
 
-  async authenticate (aedes: Aedes, client: Client, username: string | undefined, password: Buffer | undefined): Promise<Principal> {
+  async authenticate (client: Client, username: string | undefined, password: Buffer | undefined): Promise<Principal> {
     const log = this.deps.log
     if (username === undefined || password === undefined || password.length === 0) {
       log.info({ client_id: client.id }, 'anonymous MQTT connection refused')
@@ -179,7 +197,7 @@ export class BrokerAuth {
       }
       principal = { kind: 'device', device_id: device.device_id, profile_id: device.profile_id, heart_rate_topic: ownReadingTopic(device.device_id) }
     }
-    const refusal = this.clientIdRefusal(aedes, client, principal)
+    const refusal = this.clientIdRefusal(client, principal)
     if (refusal !== undefined) {
       log.info({ client_id: client.id.slice(0, 200), kind: principal.kind }, refusal)
       throw connackError('identifier rejected', 2)
@@ -196,12 +214,12 @@ export class BrokerAuth {
    * 3. An app may use an id that no other principal holds; the same principal
    *    (the same device, or an app of the same user) takes over its own session.
    */
-  private clientIdRefusal (aedes: Aedes, client: Client, principal: Principal): string | undefined {
+  private clientIdRefusal (client: Client, principal: Principal): string | undefined {
     const id = client.id
     const owner = this.deps.devices.ownerOf(id) === undefined ? undefined : normalizeDeviceId(id)
     if (owner !== undefined && !(principal.kind === 'device' && principal.device_id === owner)) return 'MQTT client id reserved for another device refused'
     if (principal.kind === 'device') return undefined
-    const existing = (aedes as unknown as { clients: Record<string, Client | undefined> }).clients[id]
+    const existing = this.holders.get(id)
     const holder = existing === undefined || existing === client ? undefined : this.principals.get(existing)
     if (holder !== undefined && !samePrincipal(holder, principal)) return 'MQTT client id in use by another principal refused'
     return undefined
@@ -230,7 +248,7 @@ export class BrokerAuth {
     }
     const topic = parseDeviceTopic(packet.topic)
     if (topic === null || normalizeDeviceId(topic.device_id) !== principal.device_id) {
-      this.deps.log.warn({ device_id: principal.device_id, topic: packet.topic.slice(0, 200) }, 'MQTT publish to a foreign topic refused; closing the connection')
+      this.deps.log.warn({ device_id: principal.device_id, topic: packet.topic.slice(0, 200) }, 'MQTT publish to a foreign topic refused')
       throw this.refuse('mqtt_unauthorized_publish', `device ${principal.device_id} may not publish to ${packet.topic}`)
     }
     await this.deps.ingest.publish(principal.device_id, topic.kind, packet, client.closed)

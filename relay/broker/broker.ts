@@ -4,7 +4,6 @@
 // mqtt-source.ts (a Source) takes what devices publish into the pipeline. The
 // broker publishes each device's availability (retained `online`/`offline`)
 // and each stored reading on the owner's user topic for local consumers.
-import './quiet-debug.ts'
 import { createServer, type Server, type Socket } from 'node:net'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -20,7 +19,6 @@ import { BrokerAuth, type BrokerMetrics, type IntegrationAccess } from './auth.t
 import { MqttSource } from './mqtt-source.ts'
 import type { SourceSink } from '../sources/source.ts'
 import { gateStream } from './limits.ts'
-import { assertAedesInternals } from '../dependency-internals.ts'
 import { ListenError } from '../listen-error.ts'
 
 /**
@@ -135,10 +133,9 @@ export class MqttBroker {
       // $SYS stays closed to clients (auth.ts); no need to publish a heartbeat often.
       heartbeatInterval: 3_600_000
     })
-    assertAedesInternals(aedes)
     this.aedes = aedes
     this.countUserTopicSubscriptions(aedes)
-    this.auth.install(aedes)
+    this.cleanups.push(this.auth.install(aedes))
     const onReady = (client: Client): void => { this.clientReady(client) }
     const onGone = (client: Client): void => { this.clientGone(client) }
     const onError = (client: Client, err: Error): void => { this.log.debug({ client_id: client?.id, err: err.message, code: (err as { code?: unknown }).code }, 'MQTT client error') }

@@ -9,13 +9,20 @@
 // enqueuePublish writes PUBACK for QoS 1), and auth.ts calls publish() from
 // authorizePublish, so a QoS 1 reading is acknowledged only after the
 // pipeline stored it (or dropped it as the specification allows: 0 bpm, a
-// duplicate). A reading the pipeline refuses (see isRefused) gets no PUBACK
-// either: for QoS 1 the connection is closed. A payload that does not decode
-// is dropped and counted (sink.dropped); for QoS 1 the connection is closed
-// without PUBACK ([MQTT-3.3.5-2] allows a server to refuse a PUBLISH only by
-// closing the connection; an acknowledgment would claim a reading was taken
-// that was not). A QoS 0 bad payload is dropped and counted without closing
-// (QoS 0 has no answer).
+// duplicate). Everything else is refused by rejecting with MqttRefusal, which
+// auth.ts hands to aedes's authorizePublish callback as its error. Refused
+// means never acknowledged as stored; what the client then sees is aedes's
+// documented answer to that error:
+// - MQTT 3.1.1 (the only version aedes 1.x accepts) has no reason codes: the
+//   connection is closed without PUBACK ([MQTT-3.3.5-2] allows a server to
+//   refuse a PUBLISH only so). The device resends after it reconnects.
+// - MQTT 5 (aedes 2.x): a PUBACK with reason code 0x87 (Not authorized), a
+//   failure code (>= 0x80), and the connection stays open. The refusal's
+//   message is sent as the PUBACK's reason string, so it names only what the
+//   device itself sent.
+// A payload that does not decode is dropped and counted (sink.dropped) and,
+// at QoS 1, refused. A QoS 0 bad payload is dropped and counted without a
+// refusal (QoS 0 has no answer).
 //
 // Reopening: there is no device to reopen. An MQTT device reconnects itself
 // (its client's reconnect period); the source reports each connect and
@@ -85,8 +92,8 @@ export class MqttSource implements Source, DevicePublishes {
 
   /**
    * A publish of an authorized device on one of its own topics. Resolves to
-   * let aedes acknowledge it; rejects with MqttRefusal to refuse it (aedes
-   * closes the connection). Never throws anything else.
+   * let aedes acknowledge it; rejects with MqttRefusal to refuse it (see the
+   * header for what the client sees). Never throws anything else.
    */
   async publish (deviceId: string, kind: 'heart_rate' | 'status', packet: PublishPacket, willOfClosedClient: boolean): Promise<void> {
     const sink = this.sink
@@ -114,15 +121,15 @@ export class MqttSource implements Source, DevicePublishes {
     try {
       result = await sink.reading(reading)
     } catch (err) {
-      // Not stored: no PUBACK; the device resends after it reconnects.
-      this.log.error({ err, device_id: deviceId }, 'ingest failed; closing the connection without PUBACK')
+      // Not stored: refused.
+      this.log.error({ err, device_id: deviceId }, 'ingest failed; MQTT reading refused')
       throw new MqttRefusal('ingest failed', 'ingest_error')
     }
     // Acknowledged means stored: a reading the pipeline refused (outside the
-    // measured_at window, a device or user removed meanwhile) gets no PUBACK;
+    // measured_at window, a device or user removed meanwhile) is refused;
     // the pipeline counted it under its reason (hr_relay_ingest_dropped_total).
     if (isRefused(result) && packet.qos > 0) {
-      this.log.warn({ device_id: deviceId, reason: result.reason }, 'MQTT reading not stored; closing the connection without PUBACK')
+      this.log.warn({ device_id: deviceId, reason: result.reason }, 'MQTT reading not stored; refused')
       throw new MqttRefusal(`reading not stored: ${result.reason}`, result.reason)
     }
   }

@@ -1,8 +1,11 @@
-// Home Assistant MQTT discovery. Members who opted in (UserRecord.home_assistant)
-// and have at least one paired device are "announced": the relay publishes a
-// retained discovery config for each of their entities, on the embedded broker
-// and, when one is configured, on the upstream broker (a separate connection
-// with its own last will), so they appear in Home Assistant without YAML.
+// Home Assistant MQTT discovery. Every member who opted in
+// (UserRecord.home_assistant) is "announced": the relay publishes a retained
+// discovery config for each of their entities, on the embedded broker and,
+// when one is configured, on the upstream broker (a separate connection with
+// its own last will), so they appear in Home Assistant without YAML. Each
+// announced member has the heart-rate sensor, whatever sends their readings (a
+// strap through the relay, or an app through POST /api/v1/data); a member with
+// at least one paired device also has the strap's battery and connection state.
 //
 // Topics (P = topic prefix: `hr-relay/v1` on the embedded broker,
 // upstream.topic_prefix upstream; D = home_assistant.discovery_prefix):
@@ -13,9 +16,10 @@
 //                                     {"measured_at":…,"data":{"heart_rate":72},…}
 //   P/users/<profile_id>/state        retained {"connected":true,"battery_percent":87|null}
 //   P/relay/status                    retained `online` / `offline` (upstream: the last will)
-// <id> is the profile id with '-' as '_'. Opting out or unpairing a member's
-// last device publishes an empty retained payload on each config topic (Home
-// Assistant removes the entities) and on the state topic.
+// <id> is the profile id with '-' as '_'. Opting out publishes an empty
+// retained payload on each config topic (Home Assistant removes the entities)
+// and on the state topic; unpairing a member's last device does so for the
+// battery and connection configs and the state topic only.
 //
 // Field names follow Home Assistant's MQTT discovery schema (sensor.mqtt,
 // binary_sensor.mqtt, "Using availability topics", device registry fields);
@@ -62,14 +66,23 @@ export function nodeId (profileId: string): string {
   return `hr_relay_${profileId.toLowerCase().replace(/[^a-z0-9_]/g, '_')}`
 }
 
+/** The config topics of a member: heart rate first, then the two of a member with a paired device (battery, connected). */
 export function discoveryTopics (discoveryPrefix: string, profileId: string): string[] {
   const d = trim(discoveryPrefix)
   const node = nodeId(profileId)
   return [`${d}/sensor/${node}/heart_rate/config`, `${d}/sensor/${node}/battery/config`, `${d}/binary_sensor/${node}/connected/config`]
 }
 
-/** The three discovery configs of a member for one broker (its topic prefix). */
-export function discoveryConfigs (user: Pick<UserRecord, 'profile_id' | 'username' | 'display_name'>, discoveryPrefix: string, topicPrefix: string): DiscoveryMessage[] {
+/** The config topics that only a member with a paired device has. */
+export function deviceDiscoveryTopics (discoveryPrefix: string, profileId: string): string[] {
+  return discoveryTopics(discoveryPrefix, profileId).slice(1)
+}
+
+/**
+ * The discovery configs of a member for one broker (its topic prefix): the heart-rate sensor, and with
+ * `withDevice` the strap's battery and connection state too.
+ */
+export function discoveryConfigs (user: Pick<UserRecord, 'profile_id' | 'username' | 'display_name'>, discoveryPrefix: string, topicPrefix: string, withDevice = true): DiscoveryMessage[] {
   const node = nodeId(user.profile_id)
   const [hrTopic, batteryTopic, connectedTopic] = discoveryTopics(discoveryPrefix, user.profile_id) as [string, string, string]
   const common = {
@@ -78,21 +91,23 @@ export function discoveryConfigs (user: Pick<UserRecord, 'profile_id' | 'usernam
     origin: { name: 'hr-relay', sw_version: SW_VERSION }
   }
   const state = memberStateTopic(topicPrefix, user.profile_id)
+  const heartRate: DiscoveryMessage = {
+    topic: hrTopic,
+    payload: {
+      name: 'Heart rate',
+      unique_id: `${node}_heart_rate`,
+      default_entity_id: `sensor.${node}_heart_rate`,
+      state_topic: memberHeartRateTopic(topicPrefix, user.profile_id),
+      value_template: '{{ value_json.data.heart_rate }}',
+      unit_of_measurement: 'bpm',
+      state_class: 'measurement',
+      icon: 'mdi:heart-pulse',
+      ...common
+    }
+  }
+  if (!withDevice) return [heartRate]
   return [
-    {
-      topic: hrTopic,
-      payload: {
-        name: 'Heart rate',
-        unique_id: `${node}_heart_rate`,
-        default_entity_id: `sensor.${node}_heart_rate`,
-        state_topic: memberHeartRateTopic(topicPrefix, user.profile_id),
-        value_template: '{{ value_json.data.heart_rate }}',
-        unit_of_measurement: 'bpm',
-        state_class: 'measurement',
-        icon: 'mdi:heart-pulse',
-        ...common
-      }
-    },
+    heartRate,
     {
       topic: batteryTopic,
       payload: {
@@ -154,8 +169,8 @@ export class HomeAssistant {
   private embedded: RetainedPublisher | null = null
   private upstream: MqttClient | null = null
   private readonly optedIn = new Map<string, UserRecord>()
-  /** Announced members and the state last published for each. */
-  private readonly announced = new Map<string, string>()
+  /** Announced members: the state last published for each, null for a member without a paired device. */
+  private readonly announced = new Map<string, string | null>()
   private readonly cleanups: Array<() => void> = []
   private timer: NodeJS.Timeout | null = null
   private work: Promise<void> = Promise.resolve()
@@ -224,6 +239,7 @@ export class HomeAssistant {
     this.work = this.work.then(async () => { await this.reconcile() }).catch(err => { this.log.error({ err }, 'Home Assistant discovery update failed') })
   }
 
+  /** The state of a member's paired devices; undefined when they have none. */
   private stateOf (profileId: string): MemberState | undefined {
     const paired = this.deps.devices.list().filter(d => d.profile_id === profileId)
     if (paired.length === 0) return undefined
@@ -251,33 +267,42 @@ export class HomeAssistant {
     const sinks = this.sinks()
     for (const [profileId, user] of this.optedIn) {
       const state = this.stateOf(profileId)
-      if (state === undefined) continue
-      const text = JSON.stringify(state)
-      const previous = this.announced.get(profileId)
-      if (previous === text) continue
-      if (previous === undefined) {
-        for (const sink of sinks) await this.announce(sink, user)
-        this.log.info({ profile_id: profileId }, 'member announced to Home Assistant')
+      const text = state === undefined ? null : JSON.stringify(state)
+      const announced = this.announced.has(profileId)
+      const previous = this.announced.get(profileId) ?? null
+      if (announced && previous === text) continue
+      const hadDevice = announced && previous !== null
+      const hasDevice = text !== null
+      if (!announced || hadDevice !== hasDevice) {
+        for (const sink of sinks) await this.announce(sink, user, hasDevice)
+        if (hadDevice && !hasDevice) for (const sink of sinks) await this.withdrawDevice(sink, profileId)
+        this.log.info({ profile_id: profileId, with_device: hasDevice }, 'member announced to Home Assistant')
       }
       // Announced before its state is published, so that the broker lets Home Assistant read it.
       this.announced.set(profileId, text)
-      for (const sink of sinks) await sink.publish(memberStateTopic(sink.topicPrefix, profileId), text)
+      if (text !== null) for (const sink of sinks) await sink.publish(memberStateTopic(sink.topicPrefix, profileId), text)
     }
     for (const profileId of [...this.announced.keys()]) {
-      if (this.optedIn.has(profileId) && this.stateOf(profileId) !== undefined) continue
+      if (this.optedIn.has(profileId)) continue
       this.announced.delete(profileId)
       for (const sink of sinks) await this.withdraw(sink, profileId)
       this.log.info({ profile_id: profileId }, 'member withdrawn from Home Assistant')
     }
   }
 
-  private async announce (sink: Sink, user: UserRecord): Promise<void> {
-    for (const m of discoveryConfigs(user, this.discoveryPrefix, sink.topicPrefix)) await sink.publish(m.topic, JSON.stringify(m.payload))
+  private async announce (sink: Sink, user: UserRecord, withDevice: boolean): Promise<void> {
+    for (const m of discoveryConfigs(user, this.discoveryPrefix, sink.topicPrefix, withDevice)) await sink.publish(m.topic, JSON.stringify(m.payload))
   }
 
   /** An empty retained payload removes the retained config (and Home Assistant removes the entity). */
   private async withdraw (sink: Sink, profileId: string): Promise<void> {
     for (const topic of discoveryTopics(this.discoveryPrefix, profileId)) await sink.publish(topic, '')
+    await sink.publish(memberStateTopic(sink.topicPrefix, profileId), '')
+  }
+
+  /** The battery and connection entities and the state of a member whose last device was unpaired. */
+  private async withdrawDevice (sink: Sink, profileId: string): Promise<void> {
+    for (const topic of deviceDiscoveryTopics(this.discoveryPrefix, profileId)) await sink.publish(topic, '')
     await sink.publish(memberStateTopic(sink.topicPrefix, profileId), '')
   }
 
@@ -298,10 +323,10 @@ export class HomeAssistant {
       const sink: Sink = { topicPrefix: target.topic_prefix, publish: async (t, p) => { publishUpstream(client, t, p, this.log) } }
       this.work = this.work.then(async () => {
         await sink.publish(relayStatusTopic(target.topic_prefix), STATUS_ONLINE)
-        for (const profileId of this.announced.keys()) {
+        for (const [profileId, state] of this.announced) {
           const user = this.optedIn.get(profileId)
-          if (user !== undefined) await this.announce(sink, user)
-          await sink.publish(memberStateTopic(target.topic_prefix, profileId), this.announced.get(profileId) ?? '')
+          if (user !== undefined) await this.announce(sink, user, state !== null)
+          if (state !== null) await sink.publish(memberStateTopic(target.topic_prefix, profileId), state)
         }
       }).catch(err => { this.log.warn({ err: (err as Error).message }, 'Home Assistant discovery upstream publish failed') })
     })

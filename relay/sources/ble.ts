@@ -17,12 +17,11 @@ import { signalListenerCount } from './ble/node-ble-quirks.ts'
 import { adapterPath, BluezSession, devicePath } from './ble/session.ts'
 import { StrapLink } from './ble/strap-link.ts'
 import { sleep } from './ble/timeout.ts'
-import { assertDbusNextInternals, assertNodeBleInternals } from '../dependency-internals.ts'
+import { assertDependencyInternals } from '../dependency-internals.ts'
 
 // The private internals of dbus-next and node-ble this source relies on: checked when the module loads, which
 // is when a BLE source is configured (relay/sources/manager.ts loads it lazily), so a start fails loudly.
-assertDbusNextInternals()
-assertNodeBleInternals()
+assertDependencyInternals()
 
 export interface BleSourceOptions {
   /** Adapter name, e.g. 'hci0'. Default: the first adapter BlueZ lists. */

@@ -4,37 +4,50 @@ import { startTestService } from '../../helpers/service.ts'
 import { call } from './fetch.ts'
 
 const PATH = '/api/v1/chatapp/rich_presence/configuration'
-const DEFAULTS = { enabled: false, show_heart_rate: true, details_template: '{heart_rate} bpm', state_template: '', large_image_text: '' }
+const UNSET = { enabled: null, show_heart_rate: null, details_template: null, state_template: null, large_image_text: null }
 const INVALID_SCOPE = { error_code: 7011, error_message: 'error_invalid_scope' }
 const PREMIUM_REQUIRED = { error_code: 7007, error_message: 'premium_required' }
 
-t.test('round trip: defaults, write, read, and a write replaces the whole object', async t => {
+t.test('round trip: nothing stored reads every key null; a write replaces the whole object and stores null for each key it leaves out', async t => {
   const s = await startTestService(t)
-  await s.user('alice', { premium: 'trial' })
+  const alice = await s.user('alice', { premium: 'trial' })
   await s.user('bob', { premium: 'lifetime' })
   const r = await s.token('alice', 'chatapp:rich_presence:config:read')
   const w = await s.token('alice', 'chatapp:rich_presence:config:write')
   const bob = await s.token('bob', 'chatapp:rich_presence:config:read')
+  const stored = async (): Promise<unknown> => await s.service.services.store.sub<unknown>('rich_presence').get(alice)
 
   let a = await call(s.url, 'GET', PATH, { token: r })
   t.equal(a.status, 200)
-  t.same(a.json, { configuration: DEFAULTS }, 'nothing stored: the defaults')
+  t.equal(a.text, '{"configuration":{"enabled":null,"show_heart_rate":null,"details_template":null,"state_template":null,"large_image_text":null}}', 'nothing stored: every key null')
+  t.equal(await stored(), undefined, 'a read stores nothing')
 
   const full = { enabled: true, show_heart_rate: false, details_template: 'Running at {heart_rate}', state_template: 'Zone 3', large_image_text: 'x'.repeat(128) }
   a = await call(s.url, 'POST', PATH, { token: w, body: { configuration: full } })
   t.equal(a.status, 200)
   t.same(a.json, { configuration: full })
+  t.same(await stored(), full)
   a = await call(s.url, 'GET', PATH, { token: r })
   t.same(a.json, { configuration: full })
   a = await call(s.url, 'GET', PATH, { token: bob })
-  t.same(a.json, { configuration: DEFAULTS }, 'another user does not see it')
+  t.same(a.json, { configuration: UNSET }, 'another user does not see it')
 
   a = await call(s.url, 'POST', PATH, { token: w, body: { configuration: { enabled: true, state_template: 'Resting' } } })
-  t.same(a.json, { configuration: { ...DEFAULTS, enabled: true, state_template: 'Resting' } }, 'keys left out take their defaults')
+  t.equal(a.status, 200)
+  t.equal(a.text, '{"configuration":{"enabled":true,"show_heart_rate":null,"details_template":null,"state_template":"Resting","large_image_text":null}}', 'keys left out are null, not a default')
+  t.equal(JSON.stringify(await stored()), '{"enabled":true,"show_heart_rate":null,"details_template":null,"state_template":"Resting","large_image_text":null}', 'and stored as null')
   a = await call(s.url, 'GET', PATH, { token: r })
-  t.same(a.json, { configuration: { ...DEFAULTS, enabled: true, state_template: 'Resting' } })
+  t.same(a.json, { configuration: { ...UNSET, enabled: true, state_template: 'Resting' } })
+
+  // What a client read can be written back as it is: null is accepted and stays null.
+  a = await call(s.url, 'POST', PATH, { token: w, body: a.json })
+  t.equal(a.status, 200)
+  t.same(a.json, { configuration: { ...UNSET, enabled: true, state_template: 'Resting' } })
+  a = await call(s.url, 'POST', PATH, { token: w, body: { configuration: { show_heart_rate: false, large_image_text: null } } })
+  t.same(a.json, { configuration: { ...UNSET, show_heart_rate: false } }, 'an explicit null is null')
   a = await call(s.url, 'POST', PATH, { token: w, body: { configuration: {} } })
-  t.same(a.json, { configuration: DEFAULTS }, 'an empty object resets to the defaults')
+  t.same(a.json, { configuration: UNSET }, 'an empty object unsets every key')
+  t.same(await stored(), UNSET)
 })
 
 t.test('bad types, unknown keys and long strings: 400 7013, nothing changed', async t => {
@@ -47,11 +60,9 @@ t.test('bad types, unknown keys and long strings: 400 7013, nothing changed', as
   for (const [what, body] of [
     ['enabled a string', { configuration: { enabled: 'yes' } }],
     ['enabled a number', { configuration: { enabled: 1 } }],
-    ['enabled null', { configuration: { enabled: null } }],
     ['show_heart_rate a string', { configuration: { show_heart_rate: 'true' } }],
     ['details_template a number', { configuration: { details_template: 5 } }],
     ['state_template a boolean', { configuration: { state_template: false } }],
-    ['large_image_text null', { configuration: { large_image_text: null } }],
     ['details_template 129 characters', { configuration: { details_template: 'x'.repeat(129) } }],
     ['state_template 129 characters', { configuration: { state_template: 'x'.repeat(129) } }],
     ['large_image_text 129 characters', { configuration: { large_image_text: 'é'.repeat(129) } }],
@@ -94,7 +105,7 @@ t.test('feature off (no active premium, no grant): 402 7007 on read and write; a
   let a = await call(s.url, 'POST', PATH, { token, body: { configuration: { enabled: true } } })
   t.equal(a.status, 200, 'an individual grant turns the feature on')
   a = await call(s.url, 'GET', PATH, { token })
-  t.same(a.json, { configuration: { ...DEFAULTS, enabled: true } })
+  t.same(a.json, { configuration: { ...UNSET, enabled: true } })
 })
 
 t.test('scopes: read scope for GET, write scope for POST; no token, bad header', async t => {
@@ -113,7 +124,7 @@ t.test('scopes: read scope for GET, write scope for POST; no token, bad header',
   t.same(a.json, INVALID_SCOPE)
   a = await call(s.url, 'POST', PATH, { token: other, body: { configuration: {} } })
   t.same(a.json, INVALID_SCOPE)
-  t.same((await call(s.url, 'GET', PATH, { token: r })).json, { configuration: DEFAULTS }, 'the refused write stored nothing')
+  t.same((await call(s.url, 'GET', PATH, { token: r })).json, { configuration: UNSET }, 'the refused write stored nothing')
   a = await call(s.url, 'GET', PATH)
   t.equal(a.status, 403)
   t.same(a.json, { error_code: 7009, error_message: 'error_authorization_header_is_not_present' })

@@ -71,6 +71,28 @@ t.test('client ids: a device\'s reconnect takes over its own session; an app of 
   t.equal(app2.connected, true)
 })
 
+t.test('client ids: an id is free again once its holder disconnected; a replaced connection\'s close does not free its successor\'s id', async t => {
+  const h = await startBroker(t)
+  const appClients = async (): Promise<string> => ((await h.metrics.text()).body.match(/hr_relay_mqtt_clients\{kind="app"\} (\d+)/)?.[1]) ?? 'none'
+  const first = await h.connect({ clientId: 'dashboard', username: 'app', password: await h.token(alice) })
+  t.equal(await connackCode(h.url, { clientId: 'dashboard', username: 'app', password: await h.token(bob) }), 2, 'held by alice\'s app')
+  const gone = closed(first)
+  first.end()
+  await gone
+  // The broker sees the DISCONNECT on its own turn: wait for its count of apps, not for a time.
+  await until('the broker releases the client id', async () => await appClients() === '0')
+  const second = await h.connect({ clientId: 'dashboard', username: 'app', password: await h.token(bob) })
+  t.equal(second.connected, true, 'bob\'s app takes the free id')
+  // Alice's device takes it over: bob's app is closed, and its close must not release the device's hold.
+  const cred = await h.device('hr-01', alice)
+  const secondGone = closed(second)
+  const device = await h.connect({ clientId: 'dashboard', username: cred.username, password: cred.password })
+  await secondGone
+  await until('the broker counts no app', async () => await appClients() === '0')
+  t.equal(await connackCode(h.url, { clientId: 'dashboard', username: 'app', password: await h.token(bob) }), 2, 'the device holds it')
+  t.equal(device.connected, true)
+})
+
 t.test('a device publishing to another device\'s topic is disconnected and nothing is stored', async t => {
   const h = await startBroker(t)
   const a = await h.device('hr-01', alice)

@@ -3,11 +3,15 @@
 // function in this process (test/helpers/cli.ts runMain); the admin command as a
 // separate process is tested in test/relay/cli.test.ts.
 import t from 'tap'
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import mqtt from 'mqtt'
 import { runMain } from '../../helpers/cli.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { connackCode } from '../../helpers/broker.ts'
+import { loadConfig } from '../../../relay/config.ts'
+import { HOME_ASSISTANT_OFF } from '../../../api/http/admin-integrations.ts'
 
 t.test('integration add --json prints working credentials; user set toggles the opt-in', async t => {
   const svc = await startTestService(t, { home_assistant: { enabled: true } })
@@ -36,4 +40,55 @@ t.test('integration add --json prints working credentials; user set toggles the 
   const nobody = await runMain(['admin', 'user', 'set', 'nobody', '--home-assistant', 'on', ...dir])
   t.equal(nobody.code, 1)
   t.match(nobody.stderr, /HTTP 404/)
+})
+
+t.test('integration add while home_assistant is off: exit 1 with a message that says how to turn it on; --json gives {error}', async t => {
+  const svc = await startTestService(t)
+  const dir = ['--data-dir', svc.dataDir]
+  const human = await runMain(['admin', 'integration', 'add', 'home-assistant', ...dir])
+  t.equal(human.code, 1)
+  t.equal(human.stdout, '')
+  t.equal(human.stderr.trim(), `hr-relay: POST /admin/integrations failed: HTTP 409 conflict: ${HOME_ASSISTANT_OFF}`)
+  const json = await runMain(['admin', 'integration', 'add', 'home-assistant', ...dir, '--json'])
+  t.equal(json.code, 1)
+  t.same(JSON.parse(json.stdout), {
+    error: `POST /admin/integrations failed: HTTP 409 conflict: ${HOME_ASSISTANT_OFF}`,
+    response: { error_code: 9409, error_message: 'conflict', detail: HOME_ASSISTANT_OFF }
+  })
+})
+
+t.test('the documented steps: home_assistant enabled in the configuration file, integration add, then Home Assistant logs in with the printed credentials and receives discovery', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'hr-relay-ha-config-'))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  const file = join(dir, 'config.json')
+  await writeFile(file, JSON.stringify({ home_assistant: { enabled: true } }))
+  const fromFile = await loadConfig({ file, env: {} })
+  t.same(fromFile.home_assistant, { enabled: true, discovery_prefix: 'homeassistant' }, 'the one documented key turns it on')
+  t.equal((await loadConfig({ env: { HR_RELAY_HOME_ASSISTANT: '1' } })).home_assistant.enabled, true, 'and so does HR_RELAY_HOME_ASSISTANT=1')
+
+  const svc = await startTestService(t, { home_assistant: fromFile.home_assistant })
+  await svc.user('dana')
+  const data = ['--data-dir', svc.dataDir]
+  t.equal((await runMain(['admin', 'user', 'set', 'dana', '--home-assistant', 'on', ...data])).code, 0)
+  const add = await runMain(['admin', 'integration', 'add', 'home-assistant', ...data])
+  t.equal(add.code, 0, add.stderr)
+  const printed = Object.fromEntries(add.stdout.split('\n').filter(l => l.startsWith('mqtt_')).map(l => l.split(': ') as [string, string]))
+  t.equal(printed.mqtt_username, 'home-assistant@hr-relay')
+  t.match(printed.mqtt_password, /^[A-Za-z0-9_-]{32}$/)
+
+  // Home Assistant's MQTT integration: MQTT 3.1.1, the printed credentials, the discovery prefix.
+  const info = JSON.parse(await readFile(join(svc.dataDir, 'server.json'), 'utf8')) as { mqtt_port: number }
+  const client = mqtt.connect(`mqtt://127.0.0.1:${info.mqtt_port}`, { protocolVersion: 4, reconnectPeriod: 0, username: printed.mqtt_username, password: printed.mqtt_password })
+  t.teardown(() => { client.end(true) })
+  const connack = await new Promise<number | undefined>((resolve, reject) => {
+    client.on('packetreceive', p => { if (p.cmd === 'connack') resolve(p.returnCode) })
+    client.once('error', reject)
+  })
+  t.equal(connack, 0, 'CONNACK 0')
+  const discovery = new Promise<{ topic: string, retain: boolean }>(resolve => {
+    client.on('message', (topic, _payload, packet) => { if (topic.endsWith('/heart_rate/config')) resolve({ topic, retain: packet.retain }) })
+  })
+  await client.subscribeAsync('homeassistant/#', { qos: 1 })
+  const profileId = (await svc.service.services.users.byUsername('dana'))?.profile_id ?? ''
+  t.same(await discovery, { topic: `homeassistant/sensor/hr_relay_${profileId.replace(/-/g, '_')}/heart_rate/config`, retain: true })
 })

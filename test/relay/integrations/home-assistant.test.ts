@@ -9,6 +9,7 @@ import { startTestService, type TestService } from '../../helpers/service.ts'
 import { Mosquitto } from '../../helpers/mosquitto.ts'
 import { connackCode, subackCodes } from '../../helpers/broker.ts'
 import { eventually } from '../../helpers/wait.ts'
+import { HOME_ASSISTANT_OFF } from '../../../api/http/admin-integrations.ts'
 
 interface Msg { topic: string, payload: string, retain: boolean }
 
@@ -166,11 +167,79 @@ t.test('a second integration add replaces the password and disconnects the old c
   t.equal(await connackCode(url, { username: second.mqtt_username, password: second.mqtt_password }), 0, 'the new one is accepted')
 })
 
-t.test('integration login is refused while home_assistant is off (the default)', async t => {
+t.test('while home_assistant is off (the default) no credentials are issued: 409 saying how to turn it on, and integration logins are refused', async t => {
   const svc = await startTestService(t)
   const url = `mqtt://127.0.0.1:${await mqttPort(svc)}`
+  const res = await fetch(`${svc.url}/admin/integrations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${svc.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'home-assistant' })
+  })
+  t.equal(res.status, 409)
+  t.same(await res.json(), { error_code: 9409, error_message: 'conflict', detail: HOME_ASSISTANT_OFF })
+  t.equal(await connackCode(url, { username: 'home-assistant@hr-relay', password: 'A'.repeat(32) }), 4)
+})
+
+t.test('a member who opted in without a paired device (readings from an app) gets the heart-rate sensor only; pairing adds battery and connection, unpairing removes them', async t => {
+  const svc = await startTestService(t, { home_assistant: { enabled: true } })
+  const url = `mqtt://127.0.0.1:${await mqttPort(svc)}`
+  const profileId = await svc.user('cleo', { display_name: 'Cleo' })
+  await svc.admin('PUT', '/admin/users/cleo/home-assistant', { enabled: true })
   const creds = await svc.admin('POST', '/admin/integrations', { name: 'home-assistant' })
-  t.equal(await connackCode(url, { username: creds.mqtt_username, password: creds.mqtt_password }), 4)
+  const n = node(profileId)
+  const [hrTopic, batteryTopic, connectedTopic] = [`homeassistant/sensor/${n}/heart_rate/config`, `homeassistant/sensor/${n}/battery/config`, `homeassistant/binary_sensor/${n}/connected/config`]
+  const stateTopic = `hr-relay/v1/users/${profileId}/state`
+
+  // What is retained for her: a sentinel published after the SUBACK arrives after the retained messages.
+  const ha = await recorder(t, url, ['homeassistant/#', `hr-relay/v1/users/${profileId}/#`], { username: creds.mqtt_username, password: creds.mqtt_password })
+  await ha.client.publishAsync('homeassistant/status', 'sentinel-1', { qos: 1 })
+  await ha.next(m => m.payload === 'sentinel-1')
+  const hr = await ha.next(m => m.topic === hrTopic)
+  t.equal(hr.retain, true, 'the heart-rate config is retained')
+  t.same(JSON.parse(hr.payload), {
+    name: 'Heart rate',
+    unique_id: `${n}_heart_rate`,
+    default_entity_id: `sensor.${n}_heart_rate`,
+    state_topic: `hr-relay/v1/users/${profileId}/heart_rate`,
+    value_template: '{{ value_json.data.heart_rate }}',
+    unit_of_measurement: 'bpm',
+    state_class: 'measurement',
+    icon: 'mdi:heart-pulse',
+    availability: [{ topic: 'hr-relay/v1/relay/status', payload_available: 'online', payload_not_available: 'offline' }],
+    device: { identifiers: [n], name: 'Cleo', manufacturer: 'hr-relay', model: 'hr-relay member', sw_version: '0.1.0' },
+    origin: { name: 'hr-relay', sw_version: '0.1.0' }
+  })
+  t.same(ha.messages.filter(m => m.topic === batteryTopic || m.topic === connectedTopic || m.topic === stateTopic), [], 'no battery, connection or state without a device')
+
+  // Her app writes a reading over HTTP; Home Assistant receives it on the sensor's state topic.
+  const write = await svc.token('cleo', 'data:heart_rate:write')
+  const res = await fetch(`${svc.url}/api/v1/data`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${write}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ measured_at: Date.now(), data: { heart_rate: 77 } })
+  })
+  t.ok(res.ok, `POST /api/v1/data: ${res.status}`)
+  const reading = await ha.next(m => m.topic === `hr-relay/v1/users/${profileId}/heart_rate`)
+  t.equal(JSON.parse(reading.payload).data.heart_rate, 77, 'value_template {{ value_json.data.heart_rate }} finds 77')
+
+  // Pairing a strap adds the two strap entities and her state.
+  await svc.admin('POST', '/admin/devices', { device_id: 'strap-cleo', username: 'cleo', kind: 'mqtt' })
+  t.equal(JSON.parse((await ha.next(m => m.topic === batteryTopic && m.payload !== '')).payload).name, 'Strap battery')
+  t.equal(JSON.parse((await ha.next(m => m.topic === connectedTopic && m.payload !== '')).payload).name, 'Strap connected')
+  t.same(JSON.parse((await ha.next(m => m.topic === stateTopic && m.payload !== '')).payload), { connected: false, battery_percent: null })
+
+  // Unpairing it removes them again (empty retained payloads); the heart-rate sensor stays.
+  await svc.admin('DELETE', '/admin/devices/strap-cleo')
+  for (const topic of [batteryTopic, connectedTopic, stateTopic]) t.equal((await ha.next(m => m.topic === topic && m.payload === '')).payload, '', `${topic} cleared`)
+  await ha.client.publishAsync('homeassistant/status', 'sentinel-2', { qos: 1 })
+  await ha.next(m => m.payload === 'sentinel-2')
+  t.same(ha.messages.filter(m => m.topic === hrTopic).map(m => m.payload === hr.payload), [true, true, true], 'the heart-rate config: retained, then published again (the same) on pairing and on unpairing, never cleared')
+
+  // A fresh login sees exactly her heart-rate config retained.
+  const later = await recorder(t, url, ['homeassistant/#'], { username: creds.mqtt_username, password: creds.mqtt_password })
+  await later.client.publishAsync('homeassistant/status', 'sentinel-3', { qos: 1 })
+  await later.next(m => m.payload === 'sentinel-3')
+  t.same(later.messages.filter(m => m.retain).map(m => m.topic), [hrTopic])
 })
 
 /** Every retained message under `topics` on a fresh connection: a sentinel published after SUBACK comes after them (Mosquitto sends retained messages while it handles the SUBSCRIBE). */
@@ -202,13 +271,22 @@ t.test('upstream Mosquitto: retained configs, state and status with a last will;
   t.same(hrConfig.availability, [{ topic: 'gym/hr/relay/status', payload_available: 'online', payload_not_available: 'offline' }])
   t.same(JSON.parse(byTopic.get(`gym/hr/users/${anna.profile_id}/state`) ?? '{}'), { connected: false, battery_percent: null })
 
-  // Unpairing her only device withdraws her: every retained config and her state are cleared.
+  // Unpairing her only device clears the strap's two configs and her state; her heart-rate sensor stays.
   await svc.admin('DELETE', '/admin/devices/strap-anna')
-  const after = await eventually('retained configs cleared upstream', async () => {
+  const after = await eventually('strap configs cleared upstream', async () => {
+    const msgs = await retained(t, mosq.url, topics)
+    return msgs.length === 2 ? msgs : undefined
+  })
+  t.same(after.map(m => m.topic).sort(), ['gym/hr/relay/status', `ha/sensor/${n}/heart_rate/config`].sort())
+  t.equal(after.find(m => m.topic === 'gym/hr/relay/status')?.payload, 'online')
+
+  // Opting out withdraws her heart-rate sensor too.
+  await svc.admin('PUT', '/admin/users/anna/home-assistant', { enabled: false })
+  const optedOut = await eventually('every config cleared upstream', async () => {
     const msgs = await retained(t, mosq.url, topics)
     return msgs.length === 1 ? msgs : undefined
   })
-  t.same(after.map(m => [m.topic, m.payload]), [['gym/hr/relay/status', 'online']])
+  t.same(optedOut.map(m => [m.topic, m.payload]), [['gym/hr/relay/status', 'online']])
 
   // Stopping the relay leaves `offline` retained (published at stop; the will covers a crash).
   await svc.stop()
