@@ -7,6 +7,7 @@
 // records.ts.
 import type { ReadingSource, StoredReading } from '../pipeline/reading.ts'
 import type { Rollup } from './rollups.ts'
+import type { ReadingLog } from './reading-log.ts'
 import type {
   AccessLookup, AddedDevice, ClientRecord, DeviceRecord, DeviceState, IssuedTokens, IssueRequest, LatestRecord, NewClient,
   NewDevice, NewUser, RawReading, RefreshResult, Sighting, UserRecord
@@ -22,12 +23,11 @@ export type * from './records.ts'
 export interface WriteOp { readonly type: 'put' | 'del', readonly key: string }
 
 /**
- * Writes several ops atomically. `sync` makes the batch durable before it resolves (one fsync). `journal` makes it
- * durable too, through the store's write-ahead journal when it has one (api/store/journal.ts) and readings arrive
- * fast, else as `sync` does: the ingest pipeline's batches of readings, `readings` of them in the batch.
+ * Writes several ops atomically. `sync` makes the batch durable before it resolves (one fsync). Groups of readings
+ * are written through a ReadingLog (reading-log.ts) instead.
  */
 export interface AtomicBatch {
-  batch (ops: WriteOp[], options?: { sync?: boolean, journal?: boolean, readings?: number }): Promise<void>
+  batch (ops: WriteOp[], options?: { sync?: boolean }): Promise<void>
 }
 
 /** The batch of a group of readings: readings, minute and hour rollups and latest records, written as one. */
@@ -162,8 +162,12 @@ export interface TokenStore {
   grantedClients (profileId: string): Promise<string[]>
 }
 
-/** One backend's stores, opened together; `batch` writes the ops of any of them atomically. */
+/**
+ * One backend's stores, opened together; `batch` writes the ops of any of them atomically, and `readingLog` writes
+ * the ingest pipeline's groups of readings (the plans of `readings`) durably.
+ */
 export interface Stores extends AtomicBatch {
+  readingLog: ReadingLog
   readings: ReadingStore
   users: UserStore
   devices: DeviceStore
