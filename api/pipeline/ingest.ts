@@ -87,6 +87,7 @@ export class Pipeline implements Ingest {
   private chain: Promise<void> = Promise.resolve()
   private pruneTimer: NodeJS.Timeout | undefined
   private pruning = false
+
   constructor (private readonly o: PipelineOptions) {
     this.now = o.now ?? Date.now
     this.env = {
