@@ -100,17 +100,21 @@ export class Store implements AtomicBatch {
   private constructor (dir: string, db: Level<string, unknown>) {
     this.dir = dir
     this.db = db
-    this.readingLog = new LevelReadingLog(db)
+    this.readingLog = new LevelReadingLog(this)
   }
 
-  static async open (dataDir: string): Promise<Store> {
+  /**
+   * Opens (and migrates) the store in dataDir. `writeBufferSize` is classic-level's option of that name (the size of
+   * LevelDB's log and memtable before it switches to a new log file; default 4 MiB): tests make it small.
+   */
+  static async open (dataDir: string, options: { writeBufferSize?: number } = {}): Promise<Store> {
     try {
       await mkdir(dataDir, { recursive: true, mode: 0o700 })
     } catch (err) {
       throw dataDirError(dataDir, err)
     }
     const location = join(dataDir, 'db')
-    const db = new Level<string, unknown>(location, { valueEncoding: 'json' })
+    const db = new Level<string, unknown>(location, { valueEncoding: 'json', ...(options.writeBufferSize === undefined ? {} : { writeBufferSize: options.writeBufferSize }) })
     try {
       await db.open()
     } catch (err) {

@@ -13,8 +13,7 @@
 // survives a kill -9 and a power cut. Group commit is what keeps this cheap:
 // readings that arrive while a group is being written wait and form the next
 // group, so one sync serves as many readings as arrived during the last one.
-import type { BatchOperation, Level } from 'level'
-import type { WriteOp } from './types.ts'
+import type { AtomicBatch, WriteOp } from './types.ts'
 
 /**
  * An append-only, durable log of groups of readings.
@@ -30,23 +29,22 @@ export interface ReadingLog {
   append (ops: readonly WriteOp[]): Promise<void>
 }
 
-/** What the LevelDB reading log uses of classic-level: its public batch. */
-export type LevelBatch = Pick<Level<string, unknown>, 'batch'>
-
 /** The batch options of every group: LevelDB syncs its log before the write returns. */
 const SYNC = { sync: true } as const
 
-/** The reading log on one LevelDB database: one sync batch per group, one group at a time, in order. */
+/**
+ * The reading log on the LevelDB store (db.ts), through its atomic batch (classic-level's public `db.batch`): one
+ * sync batch per group, one group at a time, in order.
+ */
 export class LevelReadingLog implements ReadingLog {
   /** The last append called, never rejecting: the next one starts after it settles. */
   private last: Promise<void> = Promise.resolve()
 
-  constructor (private readonly db: LevelBatch) {}
+  constructor (private readonly store: AtomicBatch) {}
 
   append (ops: readonly WriteOp[]): Promise<void> {
-    // Ops made by this backend's stores: LevelDB batch operations on its sublevels (api/store/sublevel.ts).
-    const batch = ops as unknown as Array<BatchOperation<Level<string, unknown>, string, unknown>>
-    const write = async (): Promise<void> => { if (batch.length > 0) await this.db.batch(batch, SYNC) }
+    const batch = [...ops]
+    const write = async (): Promise<void> => { if (batch.length > 0) await this.store.batch(batch, SYNC) }
     const done = this.last.then(write)
     this.last = done.catch(() => undefined)
     return done

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -127,6 +127,9 @@ t.test('a configuration that still has data.journal_mb and data.sync_below_per_s
   const dataDir = await mkdtemp(join(tmpdir(), 'hr-config-ignored-'))
   t.teardown(async () => { await rm(dataDir, { recursive: true, force: true }) })
   const file = join(dataDir, 'config.json')
+  // And the journal file an earlier version left: named in a warning, neither read nor deleted.
+  await mkdir(join(dataDir, 'data'))
+  await writeFile(join(dataDir, 'data', 'readings-journal'), 'old')
   await writeFile(file, JSON.stringify({ data_dir: join(dataDir, 'data'), data: { journal_mb: 16, sync_below_per_s: 500 }, http: { port: 0 }, mqtt: { enabled: false }, ble: { enabled: false } }))
   const lines: Array<Record<string, unknown>> = []
   const logger = pino({ level: 'info' }, new Writable({ write (chunk: Buffer, _enc, cb) { lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>); cb() } }))
@@ -136,4 +139,8 @@ t.test('a configuration that still has data.journal_mb and data.sync_below_per_s
   t.equal(warnings.length, 1, 'one warning')
   t.match(warnings[0], { keys: ['data.journal_mb', 'data.sync_below_per_s'], msg: /^ignored configuration keys: data\.journal_mb, data\.sync_below_per_s \(/ })
   t.equal((await fetch(`${running.httpUrl}/health`)).status, 200, 'the service runs')
+  const leftover = lines.filter(l => l.level === 40 && String(l.msg).startsWith('found the write-ahead journal of an earlier hr-relay'))
+  t.equal(leftover.length, 1, 'one warning about the old journal file')
+  t.match(leftover[0], { file: join(dataDir, 'data', 'readings-journal') }, 'naming it')
+  t.equal(await readFile(join(dataDir, 'data', 'readings-journal'), 'utf8'), 'old', 'which is left as it was')
 })

@@ -76,8 +76,8 @@ async function buildShim (work: string): Promise<string> {
 }
 
 /** Runs the writer under the shim until ACKED groups are acknowledged, kills it, and returns what it acknowledged. */
-async function writeAndKill (t: Test, shim: string, location: string, syncLog: string, mode: 'reading-log' | 'no-sync'): Promise<number[]> {
-  const child = spawn(process.execPath, [`--import=${loader}`, writer, location, mode], {
+async function writeAndKill (t: Test, shim: string, dataDir: string, syncLog: string, mode: 'reading-log' | 'no-sync'): Promise<number[]> {
+  const child = spawn(process.execPath, [`--import=${loader}`, writer, dataDir, mode], {
     env: { ...process.env, LD_PRELOAD: shim, SYNC_LOG: syncLog },
     stdio: ['ignore', 'pipe', 'pipe']
   })
@@ -133,9 +133,10 @@ async function run (t: Test, mode: 'reading-log' | 'no-sync'): Promise<{ acked: 
   const work = await mkdtemp(join(tmpdir(), 'hr-power-cut-'))
   t.teardown(async () => { await rm(work, { recursive: true, force: true }) })
   const shim = await buildShim(work)
-  const location = join(work, 'db')
+  const dataDir = join(work, 'data')
+  const location = join(dataDir, 'db')
   const syncLogFile = join(work, 'sync.log')
-  const acked = await writeAndKill(t, shim, location, syncLogFile, mode)
+  const acked = await writeAndKill(t, shim, dataDir, syncLogFile, mode)
   const log = parseSyncLog(await readFile(syncLogFile, 'utf8').catch(() => ''), location)
   // The model holds only if every rename was followed by a sync (which committed it): LevelDB renames at open only.
   t.ok(log.lastRename < log.lastSync, 'every rename was followed by a sync')
