@@ -5,8 +5,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { FastifyInstance } from 'fastify'
 import type { Ingest, IngestResult, Reading } from '../api/pipeline/reading.ts'
-import type { ReadingLog } from '../api/store/reading-log.ts'
-import type { WriteOp } from '../api/store/types.ts'
 
 /** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
@@ -138,9 +136,9 @@ export function instrumentIngest (inner: Ingest, metrics: Pick<Metrics, 'observe
 }
 
 /** Wraps a ReadingLog so that every append is timed (hr_relay_reading_log_append_seconds) and its size counted. */
-export function instrumentReadingLog (inner: ReadingLog, metrics: Pick<Metrics, 'observeAppend'>): ReadingLog {
+export function instrumentReadingLog<Op> (inner: { append (ops: readonly Op[]): Promise<void> }, metrics: Pick<Metrics, 'observeAppend'>): { append (ops: readonly Op[]): Promise<void> } {
   return {
-    append (ops: readonly WriteOp[]): Promise<void> {
+    append (ops: readonly Op[]): Promise<void> {
       const started = performance.now()
       const observe = (): void => { metrics.observeAppend((performance.now() - started) / 1000, ops.length) }
       const appended = inner.append(ops)

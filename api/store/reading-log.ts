@@ -13,21 +13,9 @@
 // survives a kill -9 and a power cut. Group commit is what keeps this cheap:
 // readings that arrive while a group is being written wait and form the next
 // group, so one sync serves as many readings as arrived during the last one.
-import type { AtomicBatch, WriteOp } from './types.ts'
+import type { AtomicBatch, ReadingLog, WriteOp } from './types.ts'
 
-/**
- * An append-only, durable log of groups of readings.
- *
- * - `append(ops)` writes the ops of one group atomically: after any crash, either every op of the group is in the
- *   store or none is. It resolves once the group is durable (it survives a power cut), and only then.
- * - A rejected append stored nothing of its group.
- * - Appends take effect in the order they were called, also when they are called without waiting for each other
- *   (a later append of the same key wins); each resolves or rejects on its own.
- * - Once the backend is closed, an append rejects (nothing is stored).
- */
-export interface ReadingLog {
-  append (ops: readonly WriteOp[]): Promise<void>
-}
+export type { ReadingLog }
 
 /** The batch options of every group: LevelDB syncs its log before the write returns. */
 const SYNC = { sync: true } as const

@@ -7,7 +7,6 @@
 // records.ts.
 import type { ReadingSource, StoredReading } from '../pipeline/reading.ts'
 import type { Rollup } from './rollups.ts'
-import type { ReadingLog } from './reading-log.ts'
 import type {
   AccessLookup, AddedDevice, ClientRecord, DeviceRecord, DeviceState, IssuedTokens, IssueRequest, LatestRecord, NewClient,
   NewDevice, NewUser, RawReading, RefreshResult, Sighting, UserRecord
@@ -28,6 +27,20 @@ export interface WriteOp { readonly type: 'put' | 'del', readonly key: string }
  */
 export interface AtomicBatch {
   batch (ops: WriteOp[], options?: { sync?: boolean }): Promise<void>
+}
+
+/**
+ * An append-only, durable log of groups of readings (the LevelDB one: reading-log.ts).
+ *
+ * - `append(ops)` writes the ops of one group atomically: after any crash, either every op of the group is in the
+ *   store or none is. It resolves once the group is durable (it survives a power cut), and only then.
+ * - A rejected append stored nothing of its group.
+ * - Appends take effect in the order they were called, also when they are called without waiting for each other
+ *   (a later append of the same key wins); each resolves or rejects on its own.
+ * - Once the backend is closed, an append rejects (nothing is stored).
+ */
+export interface ReadingLog {
+  append (ops: readonly WriteOp[]): Promise<void>
 }
 
 /** The batch of a group of readings: readings, minute and hour rollups and latest records, written as one. */
