@@ -5,6 +5,7 @@
 import type { Logger } from 'pino'
 import type { Store } from './store/db.ts'
 import type { ReadingStore, UserStore } from './store/types.ts'
+import type { ReadingLog } from './store/reading-log.ts'
 import { Readings } from './store/readings.ts'
 import { Widgets } from './store/widgets.ts'
 import { GameMod } from './store/gamemod.ts'
@@ -32,6 +33,8 @@ export interface DataServicesOptions {
   pruneIntervalMs?: number
   /** data.max_clock_skew_ms (default: the reading contract's). */
   maxClockSkewMs?: number
+  /** Where the pipeline writes groups of readings (default: the store's reading log; the service passes it timed). */
+  readingLog?: ReadingLog
 }
 
 export async function buildDataServices (o: DataServicesOptions): Promise<DataServices> {
@@ -42,7 +45,7 @@ export async function buildDataServices (o: DataServicesOptions): Promise<DataSe
   await o.users.loadRoomHidden()
   hub.setRoomIndex(profileId => rooms.roomsOf(profileId))
   const pipeline = new Pipeline({
-    store: o.store,
+    readingLog: o.readingLog ?? o.store.readingLog,
     readings,
     hub,
     users: o.users,

@@ -56,8 +56,8 @@ export const ConfigSchema = Section({
     stream_gap_seconds: Type.Number({ exclusiveMinimum: 0, maximum: 3600, default: 5, description: 'readings further apart than this do not count as streamed time' }),
     session_gap_seconds: Type.Number({ exclusiveMinimum: 0, maximum: 86400, default: 300, description: 'a gap between readings longer than this starts a new training session (GET /api/v1/data/sessions)' }),
     max_clock_skew_ms: Type.Integer({ minimum: 0, maximum: 600000, default: 30000, description: 'a reading at most this far ahead of the relay clock is stored at receive time; further ahead it is refused' }),
-    journal_mb: Type.Integer({ minimum: 0, maximum: 1024, default: 16, description: 'size of the write-ahead journal that makes acknowledged readings durable (MiB, at least 1); 0: a LevelDB sync batch per group instead' }),
-    sync_below_per_s: Type.Integer({ minimum: 0, maximum: 1000000, default: 500, description: 'readings per second below which each group is a LevelDB sync batch even with the journal on (fewer waits for a core on a shared CPU); 0: every group through the journal' })
+    journal_mb: Type.Optional(Type.Unknown({ deprecated: true, description: 'ignored: the write-ahead journal was removed; each group of readings is a LevelDB sync batch' })),
+    sync_below_per_s: Type.Optional(Type.Unknown({ deprecated: true, description: 'ignored: the write-ahead journal was removed; each group of readings is a LevelDB sync batch' }))
   }, { default: {} }),
   mqtt: Section({
     enabled: Type.Boolean({ default: true }),
@@ -113,6 +113,12 @@ export const ConfigSchema = Section({
     queue_max: Type.Integer({ minimum: 1, default: 1000000, description: 'readings kept while the upstream is unreachable; the oldest are dropped past this' })
   }))
 }, { $id: 'https://hr-relay.local/config.schema.json' })
+
+/**
+ * Keys of `data` that earlier versions read and this one ignores: a configuration file that still has them starts
+ * the service, which logs one warning naming them (relay/main.ts).
+ */
+export const IGNORED_DATA_KEYS = ['journal_mb', 'sync_below_per_s'] as const
 
 /** The configuration after validation: every key with a default is present. */
 export type Config = Static<typeof ConfigSchema>

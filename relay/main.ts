@@ -1,12 +1,13 @@
 // The composition root: builds the store, services, HTTP API, broker, sources
 // and outputs from the validated configuration, starts them in order and
 // stops them in reverse. Constructors elsewhere do no I/O.
+import { existsSync } from 'node:fs'
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pino, { type Logger } from 'pino'
 import type { PrettyOptions, PrettyStream } from 'pino-pretty'
 import type { FastifyInstance } from 'fastify'
-import { DEFAULT_SYNC_POLICY, Store, dataDirError } from '../api/store/db.ts'
+import { Store, dataDirError } from '../api/store/db.ts'
 import { Users } from '../api/store/users.ts'
 import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
@@ -20,7 +21,8 @@ import { SourceManager, buildSources } from './sources/manager.ts'
 import { OscOutput } from './outputs/osc.ts'
 import { MemberFeed } from './outputs/member-feed.ts'
 import { Devices } from '../api/store/devices.ts'
-import { Metrics, instrumentIngest, metricsPlugin } from './metrics.ts'
+import { Metrics, instrumentIngest, instrumentReadingLog, metricsPlugin } from './metrics.ts'
+import { IGNORED_DATA_KEYS } from './config-schema.ts'
 import { MqttBroker } from './broker/broker.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
@@ -96,12 +98,12 @@ export async function startService (config: Config, options: { logger?: Logger, 
   try { await mkdir(dataDir, { recursive: true, mode: 0o700 }) } catch (err) { throw dataDirError(dataDir, err) }
   const store = await Store.open(dataDir)
   const stack: Array<() => Promise<void>> = [async () => { await store.close() }]
-  if (store.replayedBatches > 0) log.warn({ batches: store.replayedBatches }, 'the last stop was not clean: batches of readings replayed from the write-ahead journal')
-  // The write-ahead journal of acknowledged readings is made in the background; until then, a sync batch per group.
-  if (config.data.journal_mb > 0) {
-    store.startJournal(config.data.journal_mb * 1024 * 1024, undefined, { ...DEFAULT_SYNC_POLICY, belowPerSecond: config.data.sync_below_per_s }).then(
-      () => { log.debug({ mb: config.data.journal_mb }, 'write-ahead journal ready') },
-      err => { log.warn({ err }, 'the write-ahead journal could not be made; each group of readings is stored with a sync batch') })
+  const ignored = IGNORED_DATA_KEYS.filter(key => config.data[key] !== undefined).map(key => `data.${key}`)
+  if (ignored.length > 0) log.warn({ keys: ignored }, `ignored configuration keys: ${ignored.join(', ')} (the write-ahead journal was removed: each group of readings is a LevelDB sync batch); remove them from the configuration file`)
+  // An earlier version's write-ahead journal: this version neither reads nor deletes it (after an unclean stop it may
+  // hold acknowledged readings that only that version can apply).
+  if (existsSync(join(dataDir, 'readings-journal'))) {
+    log.warn({ file: join(dataDir, 'readings-journal') }, 'found the write-ahead journal of an earlier hr-relay, which this version does not use: if that version last stopped cleanly, delete the file; if not, start that version once and stop it cleanly first, so that it applies the readings the file holds')
   }
   const closeAll = async (): Promise<void> => {
     while (stack.length > 0) {
@@ -132,7 +134,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
       healthSources.push(() => [upstream.health()])
     }
     // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
-    const data = await buildDataServices({ store, users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, resolveOwner: deviceId => devices.ownerOf(deviceId) })
+    const data = await buildDataServices({ store, readingLog: instrumentReadingLog(store.readingLog, metrics), users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, resolveOwner: deviceId => devices.ownerOf(deviceId) })
     stack.push(async () => { await data.pipeline.stop() })
     const offStored = data.hub.subscribeAll(r => {
       metrics.readingStored(r.source)
@@ -142,7 +144,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
     stack.push(async () => { offStored() })
     metrics.trackIngestDrops(() => data.pipeline.counters.dropped)
     metrics.trackClockSkewCorrected(() => data.pipeline.counters.clock_skew_corrected)
-    metrics.trackJournalWrites(() => store.journalWrites, () => store.syncBatches)
+    metrics.trackReadingGroups(() => data.pipeline.counters)
     metrics.trackWebSocketClients(() => data.hub.streams.open)
     const services: Services = {
       store,

@@ -9,6 +9,9 @@ import type { Ingest, IngestResult, Reading } from '../api/pipeline/reading.ts'
 /** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
+/** Writes per group: one reading is about 4 (reading, minute and hour rollup, latest); the pipeline caps a group at 5,000 readings. */
+const GROUP_BUCKETS = [1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384]
+
 export class Metrics {
   readonly registry = new Registry()
   private readonly readings: Counter<'source'>
@@ -22,8 +25,10 @@ export class Metrics {
   private readonly upstreamDropped: Counter
   private readonly ingestDrops: Gauge<'reason'>
   private readonly clockSkew: Gauge<'source'>
-  private readonly journalWrites: Gauge<'thread'>
-  private readonly syncBatches: Gauge
+  private readonly groups: Gauge
+  private readonly failedGroups: Gauge
+  private readonly appendLatency: Histogram
+  private readonly groupOps: Histogram
   private readonly collectors: Array<() => void> = []
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
@@ -38,8 +43,10 @@ export class Metrics {
     this.upstreamSent = new Counter({ name: 'hr_relay_upstream_sent_total', help: 'Readings acknowledged by the upstream broker (PUBACK)', registers })
     this.upstreamDropped = new Counter({ name: 'hr_relay_upstream_dropped_total', help: 'Readings dropped from a full upstream queue (oldest first)', registers })
     this.ingestDrops = new Gauge({ name: 'hr_relay_ingest_dropped_total', help: 'Readings the ingest pipeline accepted but did not store, by reason (monotonic)', labelNames: ['reason'], registers })
-    this.journalWrites = new Gauge({ name: 'hr_relay_journal_writes_total', help: 'Records written to the write-ahead journal, by thread: event_loop for a small group while the disk answers fast, pool otherwise (monotonic)', labelNames: ['thread'], registers })
-    this.syncBatches = new Gauge({ name: 'hr_relay_sync_batches_total', help: 'Groups of readings stored with a LevelDB sync batch while the write-ahead journal was on, their rate being below data.sync_below_per_s (monotonic)', registers })
+    this.groups = new Gauge({ name: 'hr_relay_reading_groups_total', help: 'Groups of readings written durably by the ingest pipeline, one LevelDB sync batch each (monotonic)', registers })
+    this.failedGroups = new Gauge({ name: 'hr_relay_reading_groups_failed_total', help: 'Groups of readings whose write failed; none of their readings was acknowledged (monotonic)', registers })
+    this.appendLatency = new Histogram({ name: 'hr_relay_reading_log_append_seconds', help: 'Time to write one group of readings durably (a LevelDB sync batch), failures included', buckets: LATENCY_BUCKETS, registers })
+    this.groupOps = new Histogram({ name: 'hr_relay_reading_group_writes', help: 'Writes (readings, rollups and latest records) per group of readings', buckets: GROUP_BUCKETS, registers })
     this.clockSkew = new Gauge({ name: 'hr_relay_clock_skew_corrected_total', help: 'Readings ahead of the relay clock by at most data.max_clock_skew_ms, stored at receive time, by source (monotonic)', labelNames: ['source'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
@@ -62,18 +69,18 @@ export class Metrics {
     this.collectors.push(() => { for (const [reason, n] of Object.entries(counters())) this.ingestDrops.set({ reason }, n) })
   }
 
-  /**
-   * The write-ahead journal's records by thread, and the groups written as sync batches beside it, read at scrape
-   * time (none while there is no journal).
-   */
-  trackJournalWrites (writes: () => Readonly<{ onThread: number, pool: number }> | undefined, syncBatches: () => number): void {
+  /** The pipeline's groups written and failed, read at scrape time. */
+  trackReadingGroups (counters: () => Readonly<{ batches: number, failed_groups: number }>): void {
     this.collectors.push(() => {
-      const w = writes()
-      if (w === undefined) return
-      this.journalWrites.set({ thread: 'event_loop' }, w.onThread)
-      this.journalWrites.set({ thread: 'pool' }, w.pool)
-      this.syncBatches.set(syncBatches())
+      const c = counters()
+      this.groups.set(c.batches)
+      this.failedGroups.set(c.failed_groups)
     })
+  }
+
+  observeAppend (seconds: number, writes: number): void {
+    this.appendLatency.observe(seconds)
+    this.groupOps.observe(writes)
   }
 
   /** The pipeline's clock-skew corrections per source, read at scrape time. */
@@ -124,6 +131,19 @@ export function instrumentIngest (inner: Ingest, metrics: Pick<Metrics, 'observe
       }
       submitted.then(observe, observe)
       return submitted
+    }
+  }
+}
+
+/** Wraps a ReadingLog so that every append is timed (hr_relay_reading_log_append_seconds) and its size counted. */
+export function instrumentReadingLog<Op> (inner: { append (ops: readonly Op[]): Promise<void> }, metrics: Pick<Metrics, 'observeAppend'>): { append (ops: readonly Op[]): Promise<void> } {
+  return {
+    append (ops: readonly Op[]): Promise<void> {
+      const started = performance.now()
+      const observe = (): void => { metrics.observeAppend((performance.now() - started) / 1000, ops.length) }
+      const appended = inner.append(ops)
+      appended.then(observe, observe)
+      return appended
     }
   }
 }

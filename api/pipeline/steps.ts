@@ -4,11 +4,12 @@
 // and any of them may drop it with a reason. The readings that pass are
 // gathered into groups by the writer (api/pipeline/ingest.ts), which runs the
 // group steps on each group, one group at a time and in order:
-//   plan → write → acknowledge → publish
+//   plan → append → acknowledge → publish
 // (`planOnTop` is the plan step of the double buffer: the next group planned
-// on top of the batch still being written).
+// on top of the group still being written).
 import type { Logger } from 'pino'
-import type { AtomicBatch, ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
+import type { ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
+import type { ReadingLog } from '../store/reading-log.ts'
 import type { Hub } from '../hub.ts'
 import type { DropReason, IngestResult, Reading, ReadingSource, StoredReading } from './reading.ts'
 import { checkReading } from '../../firmware-protocol/reading-contract.ts'
@@ -22,8 +23,10 @@ export interface IngestCounters {
   dropped: Record<DropReason, number>
   /** Readings ahead of the relay's clock (within data.max_clock_skew_ms) stored at receive time, by source. */
   clock_skew_corrected: Partial<Record<ReadingSource, number>>
+  /** Groups written (one reading-log append each). */
   batches: number
-  failed_batches: number
+  /** Groups whose append failed: none of their readings was acknowledged. */
+  failed_groups: number
 }
 
 /** Checks that a profile exists (Users.get) and, synchronously from memory, whether its ingestion is paused. */
@@ -136,42 +139,41 @@ function accept (env: ReadingEnv, ctx: ReadingCtx, profileId: string): DropReaso
 export const READING_STEPS: readonly ReadingStep[] = [validate, resolveOwner, paused, filter]
 
 /** What the group steps use. */
-export interface GroupEnv { store: AtomicBatch, readings: ReadingStore, hub: Hub, counters: IngestCounters, log?: Logger | undefined }
+export interface GroupEnv { readingLog: ReadingLog, readings: ReadingStore, hub: Hub, counters: IngestCounters, log?: Logger | undefined }
 
 /** A reading that passed the reading steps, waiting for its group's write. */
 export interface Pending { reading: StoredReading, resolve (r: IngestResult): void, reject (err: unknown): void }
 /** The group being written, or the next one being gathered (plan undefined: plan it when its turn comes). */
 export interface Group { items: Pending[], plan: Plan | undefined }
-/** A group whose batch is being written; `duplicates` is the plan's, as a set, for acknowledge and publish. */
+/** A group being appended; `duplicates` is the plan's, as a set, for acknowledge and publish. */
 export interface Writing { group: Group, plan: Plan, duplicates: ReadonlySet<unknown>, done: Promise<unknown> }
 
-/** plan: the group's batch on the store as written (reads the store where the caches miss). */
+/** plan: the group's writes on the store as written (reads the store where the caches miss). */
 export async function plan (env: GroupEnv, group: Group): Promise<Plan> {
   return group.plan ?? await env.readings.plan(group.items.map(p => p.reading))
 }
 
 /**
- * plan, speculatively: readings planned on top of a batch still being written. Undefined when that
+ * plan, speculatively: readings planned on top of a group still being written. Undefined when that
  * needs a store read, or fails (logged): the group is then planned by `plan` after that write.
  */
 export async function planOnTop (env: GroupEnv, items: Pending[], base: Plan): Promise<Plan | undefined> {
   try {
     return await env.readings.plan(items.map(p => p.reading), base)
   } catch (err) {
-    env.log?.warn({ err, readings: items.length }, 'planning readings on top of the batch in flight failed; they are planned again after it is written')
+    env.log?.warn({ err, readings: items.length }, 'planning readings on top of the group in flight failed; they are planned again after it is written')
     return undefined
   }
 }
 
-/** write: readings, rollups and latest of one group in one atomic batch, durable when it resolves (the store's journal, or one fsync). */
-export function write (env: GroupEnv, group: Group, plan: Plan): Writing {
-  const ops = plan.ops
-  const done = (async () => { await env.store.batch(ops, { journal: true, readings: group.items.length }) })()
+/** append: readings, rollups and latest of one group, atomically, to the reading log; durable when `done` resolves. */
+export function append (env: GroupEnv, group: Group, plan: Plan): Writing {
+  const done = env.readingLog.append(plan.ops)
   done.catch(() => undefined)
   return { group, plan, duplicates: new Set(plan.duplicates), done }
 }
 
-/** acknowledge: only after the group's batch is durable, each reading as stored or as a duplicate. */
+/** acknowledge: only after the group is durable, each reading as stored or as a duplicate. */
 export function acknowledge (env: GroupEnv, w: Writing): void {
   env.counters.batches++
   for (const g of w.group.items) {

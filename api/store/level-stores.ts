@@ -1,6 +1,6 @@
 // The LevelDB backend as one Stores bundle (types.ts): one database in the
 // data directory, the readings, users, devices, clients and tokens on its
-// sublevels, and its atomic batch. What a second backend provides too; the
+// sublevels, its atomic batch and its reading log. What a second backend provides too; the
 // store conformance suite (test/conformance/store.ts) opens it this way.
 import { Store } from './db.ts'
 import { Users } from './users.ts'
@@ -36,7 +36,8 @@ export async function openLevelStores (dataDir: string, options: ReadingsOptions
       clients: new Clients(store),
       tokens: new Tokens(store),
       // Only ops made by these stores come here (WriteOp is their public face).
-      batch: async (ops: WriteOp[], o?: { sync?: boolean, journal?: boolean }) => { await store.batch(ops as BatchOp[], o) },
+      batch: async (ops: WriteOp[], o?: { sync?: boolean }) => { await store.batch(ops as BatchOp[], o) },
+      readingLog: store.readingLog,
       close: async () => { await store.close() }
     }
   } catch (err) {

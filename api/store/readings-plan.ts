@@ -1,6 +1,6 @@
 // Planning a group of readings: one list of batch operations (raw readings,
 // minute and hour rollups, latest records) that the pipeline writes atomically
-// and durably (journal or fsync). Plans run one at a time (the pipeline serialises them with
+// and durably (reading-log.ts). Plans run one at a time (the pipeline serialises them with
 // prune()), so the store reads a plan makes are not raced by another plan. A
 // reading newer than the profile's latest (the usual case) needs no store read
 // at all: the latest and the newest minute and hour rollup of each profile are

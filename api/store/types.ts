@@ -22,12 +22,25 @@ export type * from './records.ts'
 export interface WriteOp { readonly type: 'put' | 'del', readonly key: string }
 
 /**
- * Writes several ops atomically. `sync` makes the batch durable before it resolves (one fsync). `journal` makes it
- * durable too, through the store's write-ahead journal when it has one (api/store/journal.ts) and readings arrive
- * fast, else as `sync` does: the ingest pipeline's batches of readings, `readings` of them in the batch.
+ * Writes several ops atomically. `sync` makes the batch durable before it resolves (one fsync). Groups of readings
+ * are written through a ReadingLog (reading-log.ts) instead.
  */
 export interface AtomicBatch {
-  batch (ops: WriteOp[], options?: { sync?: boolean, journal?: boolean, readings?: number }): Promise<void>
+  batch (ops: WriteOp[], options?: { sync?: boolean }): Promise<void>
+}
+
+/**
+ * An append-only, durable log of groups of readings (the LevelDB one: reading-log.ts).
+ *
+ * - `append(ops)` writes the ops of one group atomically: after any crash, either every op of the group is in the
+ *   store or none is. It resolves once the group is durable (it survives a power cut), and only then.
+ * - A rejected append stored nothing of its group.
+ * - Appends take effect in the order they were called, also when they are called without waiting for each other
+ *   (a later append of the same key wins); each resolves or rejects on its own.
+ * - Once the backend is closed, an append rejects (nothing is stored).
+ */
+export interface ReadingLog {
+  append (ops: readonly WriteOp[]): Promise<void>
 }
 
 /** The batch of a group of readings: readings, minute and hour rollups and latest records, written as one. */
@@ -162,8 +175,12 @@ export interface TokenStore {
   grantedClients (profileId: string): Promise<string[]>
 }
 
-/** One backend's stores, opened together; `batch` writes the ops of any of them atomically. */
+/**
+ * One backend's stores, opened together; `batch` writes the ops of any of them atomically, and `readingLog` writes
+ * the ingest pipeline's groups of readings (the plans of `readings`) durably.
+ */
 export interface Stores extends AtomicBatch {
+  readingLog: ReadingLog
   readings: ReadingStore
   users: UserStore
   devices: DeviceStore

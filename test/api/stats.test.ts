@@ -20,7 +20,7 @@ async function open (t: { teardown (fn: () => unknown): void }): Promise<{ store
   const dir = await mkdtemp(join(tmpdir(), 'hr-stats-'))
   const store = await Store.open(dir)
   const readings = new Readings(store, { gapMs: GAP })
-  const pipeline = new Pipeline({ store, readings, hub: new Hub(), users: { get: async () => ({}) }, retention: { rawDays: 35, rollupDays: 400 }, now: () => NOW, pruneIntervalMs: 0 })
+  const pipeline = new Pipeline({ readingLog: store.readingLog, readings, hub: new Hub(), users: { get: async () => ({}) }, retention: { rawDays: 35, rollupDays: 400 }, now: () => NOW, pruneIntervalMs: 0 })
   t.teardown(async () => { await pipeline.stop(); await store.close(); await rm(dir, { recursive: true, force: true }) })
   return { store, readings, pipeline }
 }
@@ -175,7 +175,7 @@ t.test('statistics over several days (hour rollups) equal the brute-force defini
     }
   ), { numRuns: 60, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) })
   t.pass('60 random multi-day series agree')
-  t.ok(pipeline.counters.batches < pipeline.counters.received, `${pipeline.counters.received} readings in ${pipeline.counters.batches} batches`)
+  t.ok(pipeline.counters.batches < pipeline.counters.received, `${pipeline.counters.received} readings in ${pipeline.counters.batches} groups`)
 })
 
 t.test('zeros when there is no data', async t => {

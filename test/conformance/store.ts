@@ -38,10 +38,10 @@ function r (profileId: string, at: number, bpm: number, extra: Partial<StoredRea
   return { profile_id: profileId, measured_at: at, heart_rate: bpm, source: 'sim', ...extra }
 }
 
-/** Plans a group, writes its ops in one durable batch and commits the plan (what the ingest pipeline does). */
+/** Plans a group, appends its ops to the reading log and commits the plan (what the ingest pipeline does). */
 async function write (stores: Stores, group: StoredReading[]): Promise<ReadingPlan> {
   const plan = await stores.readings.plan(group)
-  await stores.batch(plan.ops, { sync: true })
+  await stores.readingLog.append(plan.ops)
   plan.commit()
   return plan
 }

@@ -33,8 +33,7 @@ export async function startTestService (t: Tap, config: Record<string, any> = {}
     log_level: 'silent',
     ...config,
     data_dir: dataDir,
-    // A small write-ahead journal: each test's service makes one, and a small one checkpoints often.
-    data: { journal_mb: 1, ...(config.data ?? {}) },
+    data: { ...(config.data ?? {}) },
     http: { host: '127.0.0.1', port: 0, rate_limit_per_second: 0, ...(config.http ?? {}) },
     mqtt: { port: 0, ...(config.mqtt ?? {}) },
     ble: { enabled: false, ...(config.ble ?? {}) }

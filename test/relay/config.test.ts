@@ -1,8 +1,12 @@
 import t from 'tap'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import pino from 'pino'
 import { ConfigError, loadConfig, validateConfig } from '../../relay/config.ts'
+import { IGNORED_DATA_KEYS } from '../../relay/config-schema.ts'
+import { startService } from '../../relay/main.ts'
 
 t.test('defaults with no configuration', async t => {
   const c = await loadConfig({ env: {} })
@@ -103,12 +107,13 @@ t.test('data.max_clock_skew_ms: default 30000, an integer 0..600000', async t =>
   }
 })
 
-t.test('data.journal_mb: default 16, an integer 0..1024', async t => {
-  t.equal(validateConfig({}).data.journal_mb, 16)
-  t.equal(validateConfig({ data: { journal_mb: 0 } }).data.journal_mb, 0)
-  for (const [v, problem] of [[-1, 'data.journal_mb: must be >= 0'], [0.5, 'data.journal_mb: must be integer'], [1025, 'data.journal_mb: must be <= 1024'], ['16', 'data.journal_mb: must be integer']] as const) {
-    try { validateConfig({ data: { journal_mb: v } }); t.fail('accepted') } catch (err) { t.same((err as ConfigError).problems, [problem]) }
-  }
+t.test('data.journal_mb and data.sync_below_per_s, from earlier versions, are accepted and ignored', async t => {
+  const config = validateConfig({ data: { journal_mb: 16, sync_below_per_s: 500, raw_retention_days: 10 } })
+  t.equal(config.data.raw_retention_days, 10, 'the rest of the section applies')
+  t.same([config.data.journal_mb, config.data.sync_below_per_s], [16, 500], 'kept as written, for the start to name them in its warning')
+  t.same(IGNORED_DATA_KEYS, ['journal_mb', 'sync_below_per_s'])
+  const fresh = validateConfig({})
+  t.same([fresh.data.journal_mb, fresh.data.sync_below_per_s], [undefined, undefined], 'no default: absent unless written')
 })
 
 t.test('data.session_gap_seconds is validated like the other keys', async t => {
@@ -116,4 +121,26 @@ t.test('data.session_gap_seconds is validated like the other keys', async t => {
   for (const [v, problem] of [[0, 'data.session_gap_seconds: must be > 0'], ['300', 'data.session_gap_seconds: must be number'], [86401, 'data.session_gap_seconds: must be <= 86400']] as const) {
     try { validateConfig({ data: { session_gap_seconds: v } }); t.fail('accepted') } catch (err) { t.same((err as ConfigError).problems, [problem]) }
   }
+})
+
+t.test('a configuration that still has data.journal_mb and data.sync_below_per_s starts, with one warning naming them', async t => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'hr-config-ignored-'))
+  t.teardown(async () => { await rm(dataDir, { recursive: true, force: true }) })
+  const file = join(dataDir, 'config.json')
+  // And the journal file an earlier version left: named in a warning, neither read nor deleted.
+  await mkdir(join(dataDir, 'data'))
+  await writeFile(join(dataDir, 'data', 'readings-journal'), 'old')
+  await writeFile(file, JSON.stringify({ data_dir: join(dataDir, 'data'), data: { journal_mb: 16, sync_below_per_s: 500 }, http: { port: 0 }, mqtt: { enabled: false }, ble: { enabled: false } }))
+  const lines: Array<Record<string, unknown>> = []
+  const logger = pino({ level: 'info' }, new Writable({ write (chunk: Buffer, _enc, cb) { lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>); cb() } }))
+  const running = await startService(await loadConfig({ file, env: {} }), { logger })
+  t.teardown(async () => { await running.close() })
+  const warnings = lines.filter(l => l.level === 40 && String(l.msg).startsWith('ignored configuration keys'))
+  t.equal(warnings.length, 1, 'one warning')
+  t.match(warnings[0], { keys: ['data.journal_mb', 'data.sync_below_per_s'], msg: /^ignored configuration keys: data\.journal_mb, data\.sync_below_per_s \(/ })
+  t.equal((await fetch(`${running.httpUrl}/health`)).status, 200, 'the service runs')
+  const leftover = lines.filter(l => l.level === 40 && String(l.msg).startsWith('found the write-ahead journal of an earlier hr-relay'))
+  t.equal(leftover.length, 1, 'one warning about the old journal file')
+  t.match(leftover[0], { file: join(dataDir, 'data', 'readings-journal') }, 'naming it')
+  t.equal(await readFile(join(dataDir, 'data', 'readings-journal'), 'utf8'), 'old', 'which is left as it was')
 })

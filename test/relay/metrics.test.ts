@@ -3,9 +3,7 @@
 import t from 'tap'
 import WebSocket from 'ws'
 import { startTestService } from '../helpers/service.ts'
-import { Metrics, instrumentIngest } from '../../relay/metrics.ts'
-import { DEFAULT_SYNC_POLICY } from '../../api/store/db.ts'
-import { DEFAULT_TIMING } from '../../api/store/journal.ts'
+import { Metrics, instrumentIngest, instrumentReadingLog } from '../../relay/metrics.ts'
 
 t.test('/metrics after some readings: by source, drops by reason, latency histogram, gauges', async t => {
   const svc = await startTestService(t)
@@ -43,26 +41,31 @@ t.test('/metrics after some readings: by source, drops by reason, latency histog
   t.match(text, /^hr_relay_process_resident_memory_bytes \d+$/m, 'process metrics')
 })
 
-t.test('/metrics counts the groups stored as sync batches beside the journal, and the journal\'s records', async t => {
+t.test('/metrics counts the groups of readings written, their writes and how long each took', async t => {
   const svc = await startTestService(t)
   const profile = await svc.user('erin')
-  const { pipeline, store } = svc.service.services
-  // The journal the service started in the background (1 MiB in tests): this waits for that same start.
-  await store.startJournal(1024 * 1024, DEFAULT_TIMING, DEFAULT_SYNC_POLICY)
+  const { pipeline } = svc.service.services
   const now = Date.now()
-  // One reading at a time, far below data.sync_below_per_s (500): each group a sync batch.
+  // One reading at a time: each its own group (a reading, its minute and hour rollups and latest: 4 writes).
   for (let i = 0; i < 3; i++) await pipeline.submit({ profile_id: profile, measured_at: now - 10_000 + i * 1000, heart_rate: 80 + i, source: 'ble' })
-  let text = await (await fetch(`${svc.url}/metrics`)).text()
-  t.match(text, /^hr_relay_sync_batches_total 3$/m)
-  t.match(text, /^hr_relay_journal_writes_total\{thread="event_loop"\} 0$/m)
-  t.match(text, /^hr_relay_journal_writes_total\{thread="pool"\} 0$/m)
-  // As if the rate were over the bound: through the journal.
-  store.syncPolicy = { ...DEFAULT_SYNC_POLICY, belowPerSecond: 0 }
-  for (let i = 3; i < 5; i++) await pipeline.submit({ profile_id: profile, measured_at: now - 10_000 + i * 1000, heart_rate: 80 + i, source: 'ble' })
-  text = await (await fetch(`${svc.url}/metrics`)).text()
-  t.match(text, /^hr_relay_sync_batches_total 3$/m)
-  const records = [...text.matchAll(/^hr_relay_journal_writes_total\{thread="[a-z_]+"\} (\d+)$/gm)].map(m => Number(m[1]))
-  t.equal(records.reduce((a, b) => a + b, 0), 2, 'two journal records, on whichever thread')
+  const text = await (await fetch(`${svc.url}/metrics`)).text()
+  t.match(text, /^hr_relay_reading_groups_total 3$/m)
+  t.match(text, /^hr_relay_reading_groups_failed_total 0$/m)
+  t.match(text, /^hr_relay_reading_log_append_seconds_count 3$/m)
+  t.match(text, /^hr_relay_reading_group_writes_count 3$/m)
+  t.match(text, /^hr_relay_reading_group_writes_sum 12$/m)
+  t.notMatch(text, /hr_relay_journal_writes_total|hr_relay_sync_batches_total/, 'the journal\'s gauges are gone')
+})
+
+t.test('instrumentReadingLog times every append, including failures', async t => {
+  const metrics = new Metrics()
+  const ok = instrumentReadingLog({ append: async () => {} }, metrics)
+  const failing = instrumentReadingLog({ append: async () => { throw new Error('disk full') } }, metrics)
+  await ok.append([{ type: 'put', key: 'a' }, { type: 'put', key: 'b' }])
+  await t.rejects(failing.append([{ type: 'del', key: 'a' }]), /disk full/)
+  const text = (await metrics.text()).body
+  t.match(text, /^hr_relay_reading_log_append_seconds_count 2$/m)
+  t.match(text, /^hr_relay_reading_group_writes_sum 3$/m)
 })
 
 t.test('instrumentIngest times every submit, including failures', async t => {

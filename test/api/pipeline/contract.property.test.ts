@@ -29,7 +29,7 @@ async function pipelineFor (t: { teardown (fn: () => unknown): void }): Promise<
   const dir = await mkdtemp(join(tmpdir(), 'hr-contract-'))
   const store = await Store.open(dir)
   const pipeline = new Pipeline({
-    store, readings: new Readings(store, { gapMs: 5000 }), hub: new Hub(),
+    readingLog: store.readingLog, readings: new Readings(store, { gapMs: 5000 }), hub: new Hub(),
     users: { get: async () => ({}) }, resolveOwner: async () => 'alice',
     retention: RETENTION, now: () => NOW, pruneIntervalMs: 0
   })

@@ -1,5 +1,7 @@
 // The ingest pipeline against a real LevelDB store: steps, drop reasons,
-// group commit, atomic failure, owner resolution, hub fan-out, retention.
+// group commit, atomic failure, order, stop, owner resolution, hub fan-out,
+// retention. Where a test holds or fails a write, it wraps the store's reading
+// log (the pipeline's seam); the writes themselves go to LevelDB.
 import t from 'tap'
 import { Writable } from 'node:stream'
 import pino from 'pino'
@@ -9,22 +11,24 @@ import { join } from 'node:path'
 import { Store } from '../../../api/store/db.ts'
 import { Readings, type Plan } from '../../../api/store/readings.ts'
 import { Hub } from '../../../api/hub.ts'
-import { Pipeline, type PipelineOptions } from '../../../api/pipeline/ingest.ts'
+import { Pipeline, PipelineStoppedError, type PipelineOptions } from '../../../api/pipeline/ingest.ts'
 import { decodeRaw, encodeRaw } from '../../../api/pipeline/codec.ts'
 import { sums } from '../../../api/stats.ts'
-import type { Reading, StoredReading } from '../../../api/pipeline/reading.ts'
+import type { StoredReading } from '../../../api/pipeline/reading.ts'
+import type { ReadingLog } from '../../../api/store/reading-log.ts'
 
 const DAY = 86_400_000
 const NOW = Date.UTC(2026, 5, 1, 10, 0, 0)
 
-async function setup (t: { teardown (fn: () => unknown): void }, extra: Partial<PipelineOptions> = {}, clock = { now: NOW }) {
+/** A pipeline on a fresh store; `wrap` may put a test's reading log around the store's. */
+async function setup (t: { teardown (fn: () => unknown): void }, extra: Partial<PipelineOptions> = {}, clock = { now: NOW }, wrap = (log: ReadingLog): ReadingLog => log) {
   const dir = await mkdtemp(join(tmpdir(), 'hr-ingest-'))
   const store = await Store.open(dir)
   const readings = new Readings(store, { gapMs: 5000 })
   const hub = new Hub()
   const known = new Set(['alice', 'bob'])
   const pipeline = new Pipeline({
-    store, readings, hub,
+    readingLog: wrap(store.readingLog), readings, hub,
     users: { get: async (id: string) => known.has(id) ? { profile_id: id } : undefined },
     retention: { rawDays: 35, rollupDays: 400 },
     now: () => clock.now,
@@ -113,7 +117,7 @@ t.test('drop reasons and counters', async t => {
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 70, source: 'ble', rr_intervals_ms: [850, 870], energy_expended_kj: 12, sensor_contact: true }), { status: 'stored', profile_id: 'alice' })
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 71, source: 'ble' }), { status: 'dropped', reason: 'duplicate' })
   t.same(pipeline.counters, {
-    received: 13, stored: 1, batches: 2, failed_batches: 0, clock_skew_corrected: {},
+    received: 13, stored: 1, batches: 2, failed_groups: 0, clock_skew_corrected: {},
     dropped: { non_positive: 2, unpaired: 1, duplicate: 1, invalid: 5, unknown_profile: 1, out_of_range: 2, paused: 0 }
   })
   const stored = []
@@ -151,7 +155,7 @@ t.test('a group of readings is one public abstract-level batch with sync', async
   ;(store.db as unknown as { batch: (...args: unknown[]) => Promise<void> }).batch = async (...args: unknown[]) => { calls.push(args[1]); await batch(...args) }
   const results = await Promise.all([0, 1, 2].map(async i => await pipeline.submit({ profile_id: 'alice', measured_at: NOW - i * 1000, heart_rate: 70 + i, source: 'sim' })))
   t.same(results.map(r => r.status), ['stored', 'stored', 'stored'])
-  t.same(calls, [{ sync: true }], 'one batch, one fsync')
+  t.same(calls, [{ sync: true }], 'one batch, one sync')
 })
 
 t.test('device readings are owned through the injected pairing', async t => {
@@ -185,17 +189,19 @@ t.test('concurrent readings are written as one group; duplicates inside a group 
 })
 
 t.test('a failed write stores nothing and rejects every reading of the group', async t => {
-  const { store, readings, pipeline } = await setup(t)
+  let fail = false
+  const { readings, pipeline } = await setup(t, {}, undefined, log => ({
+    append: async ops => { if (fail) { fail = false; throw new Error('disk full') } await log.append(ops) }
+  }))
   await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000, heart_rate: 60, source: 'sim' })
-  const realBatch = store.batch.bind(store)
-  let fail = true
-  store.batch = async (ops, opts) => { if (fail) { fail = false; throw new Error('disk full') } return await realBatch(ops, opts) }
+  fail = true
   const results = await Promise.allSettled([
     pipeline.submit({ profile_id: 'alice', measured_at: NOW - 9000, heart_rate: 61, source: 'sim' }),
     pipeline.submit({ profile_id: 'alice', measured_at: NOW - 12_000, heart_rate: 62, source: 'sim' })
   ])
-  t.same(results.map(r => r.status), ['rejected', 'rejected'])
-  t.equal(pipeline.counters.failed_batches, 1)
+  t.same(results.map(r => r.status === 'rejected' ? (r.reason as Error).message : r.status), ['disk full', 'disk full'])
+  t.equal(pipeline.counters.failed_groups, 1)
+  t.equal(pipeline.counters.stored, 1, 'none of the failed group counted as stored')
   t.same(await all(readings, 'alice'), [[NOW - 10_000, 60]], 'nothing of the failed group was stored')
   t.same((await readings.latest('alice'))?.measured_at, NOW - 10_000, 'latest unchanged')
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 9000, heart_rate: 61, source: 'sim' }), { status: 'stored', profile_id: 'alice' })
@@ -203,20 +209,21 @@ t.test('a failed write stores nothing and rejects every reading of the group', a
   t.same(s, { count: 2, sum: 121, min: 60, max: 61, streamedMs: 1000, bpmMs: 61_000 }, 'rollups count the retried reading once')
 })
 
-/** A store whose batches are counted in `events`, the first one held until `release()`. */
-function heldFirstBatch (store: Store, events: string[]): { entered: Promise<void>, release: () => void } {
-  const realBatch = store.batch.bind(store)
+/** A reading log around the store's whose appends are counted in `events`, the first one held until `release()`. */
+function heldFirstAppend (events: string[]): { wrap: (log: ReadingLog) => ReadingLog, entered: Promise<void>, release: () => void } {
   let release!: () => void
   const gate = new Promise<void>(resolve => { release = resolve })
   let entered!: () => void
   const writing = new Promise<void>(resolve => { entered = resolve })
   let calls = 0
-  store.batch = async (ops, opts) => {
-    events.push(`batch ${++calls}`)
-    if (calls === 1) { entered(); await gate }
-    return await realBatch(ops, opts)
-  }
-  return { entered: writing, release }
+  const wrap = (log: ReadingLog): ReadingLog => ({
+    append: async ops => {
+      events.push(`append ${++calls}`)
+      if (calls === 1) { entered(); await gate }
+      await log.append(ops)
+    }
+  })
+  return { wrap, entered: writing, release }
 }
 
 t.test('a failed speculative plan is logged (warn, what failed) and the group is planned again after the write in flight', async t => {
@@ -231,15 +238,15 @@ t.test('a failed speculative plan is logged (warn, what failed) and the group is
       cb()
     }
   }))
-  const { store, readings, pipeline } = await setup(t, { log })
+  const batches: string[] = []
+  const held = heldFirstAppend(batches)
+  const { readings, pipeline } = await setup(t, { log }, undefined, held.wrap)
   const realPlan = readings.plan.bind(readings)
   readings.plan = (async (group: StoredReading[], base?: Plan) => {
     if (base !== undefined) throw new Error('plan on top broke')
     return await realPlan(group)
   }) as Readings['plan']
-  // The first group's batch waits until the second reading has been planned (and failed) on top of it.
-  const batches: string[] = []
-  const held = heldFirstBatch(store, batches)
+  // The first group's write waits until the second reading has been planned (and failed) on top of it.
   const first = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 2000, heart_rate: 61, source: 'sim' })
   await held.entered
   const second = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 1000, heart_rate: 62, source: 'sim' })
@@ -247,15 +254,15 @@ t.test('a failed speculative plan is logged (warn, what failed) and the group is
   held.release()
   t.same(await Promise.all([first, second]), [{ status: 'stored', profile_id: 'alice' }, { status: 'stored', profile_id: 'alice' }])
   t.same(await all(readings, 'alice'), [[NOW - 2000, 61], [NOW - 1000, 62]], 'the fallback plan stored the second reading')
-  t.equal(batches.length, 2, 'two batches')
+  t.same(batches, ['append 1', 'append 2'], 'two groups')
   const warns = lines.filter(l => l.level === 40)
   t.equal(warns.length, 1)
   t.match(warns[0], {
-    msg: 'planning readings on top of the batch in flight failed; they are planned again after it is written',
+    msg: 'planning readings on top of the group in flight failed; they are planned again after it is written',
     readings: 1,
     err: { message: 'plan on top broke' }
   })
-  t.equal(pipeline.counters.failed_batches, 0)
+  t.equal(pipeline.counters.failed_groups, 0)
 })
 
 t.test('out-of-order readings into closed minutes update both rollups', async t => {
@@ -315,79 +322,55 @@ t.test('raw value codec', async t => {
   t.throws(() => decodeRaw(new Uint8Array([0])), { name: 'RawDecodeError' })
 })
 
-t.test('a small next group is written after the group before it is acknowledged and published', async t => {
-  const { store, hub, pipeline } = await setup(t)
+t.test('readings that arrive during a write form the next group, written before the first group is acknowledged and published', async t => {
   const events: string[] = []
+  const held = heldFirstAppend(events)
+  const { hub, pipeline } = await setup(t, {}, undefined, held.wrap)
   hub.subscribeAll(r => { events.push(`publish ${r.heart_rate}`) })
-  const held = heldFirstBatch(store, events)
-  const first = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 2000, heart_rate: 61, source: 'mqtt' })
-  await held.entered
-  const second = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 1000, heart_rate: 62, source: 'mqtt' })
-  await new Promise(resolve => setImmediate(resolve))
-  t.same(events, ['batch 1'], 'the second reading waits while the first group is written')
-  held.release()
-  t.same(await Promise.all([first, second]), [{ status: 'stored', profile_id: 'alice' }, { status: 'stored', profile_id: 'alice' }])
-  // Its journal record would be an O_DSYNC write on this thread: the first group's acknowledgement does not wait for it.
-  t.same(events, ['batch 1', 'publish 61', 'batch 2', 'publish 62'])
-  t.equal(pipeline.counters.batches, 2)
-})
-
-t.test('a large next group is written before the group before it is acknowledged and published', async t => {
-  const { store, hub, pipeline } = await setup(t, { linger: { below: 2 } })
-  const events: string[] = []
-  hub.subscribeAll(r => { events.push(`publish ${r.heart_rate}`) })
-  const held = heldFirstBatch(store, events)
   const first = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 3000, heart_rate: 61, source: 'mqtt' })
+  first.then(() => { events.push('ack 61') }, () => {})
   await held.entered
   const more = [2000, 1000].map(async (ago, i) => await pipeline.submit({ profile_id: 'alice', measured_at: NOW - ago, heart_rate: 62 + i, source: 'mqtt' }))
   await new Promise(resolve => setImmediate(resolve))
+  t.same(events, ['append 1'], 'the next readings wait while the first group is written')
   held.release()
   t.same(await Promise.all([first, ...more]), [61, 62, 63].map(() => ({ status: 'stored', profile_id: 'alice' })))
-  // Its record and batch go to the thread pool: the acknowledgement overlaps them.
-  t.same(events, ['batch 1', 'batch 2', 'publish 61', 'publish 62', 'publish 63'])
+  t.same(events.slice(0, 4), ['append 1', 'append 2', 'publish 61', 'ack 61'], 'the durable group is published and acknowledged while the next one is written')
+  t.same(events.slice(4), ['publish 62', 'publish 63'], 'then the second group, as one')
   t.equal(pipeline.counters.batches, 2)
 })
 
-t.test('beside busy processes at a high rate, a group is acknowledged, then the writer yields a turn for more readings', async t => {
-  const waits: number[] = []
-  let release = (): void => {}
-  const { pipeline } = await setup(t, {
-    linger: {
-      fromPerSecond: 0,
-      sampleMs: 0,
-      // The thread waits for a core twice as long as the wall clock runs: far over the 20 % share.
-      coreWaitMs: () => performance.now() * 2,
-      wait: async ms => { waits.push(ms); if (waits.length === 1) await new Promise<void>(resolve => { release = resolve }) }
+t.test('groups are acknowledged in the order they were written', async t => {
+  const order: number[] = []
+  const { pipeline } = await setup(t)
+  const submits = []
+  for (let round = 0; round < 5; round++) {
+    for (let i = 0; i < 10; i++) {
+      const n = round * 10 + i
+      submits.push(pipeline.submit({ profile_id: 'alice', measured_at: NOW - 100_000 + n * 1000, heart_rate: 60 + n, source: 'mqtt' }).then(r => { order.push(n); return r }))
     }
-  })
-  const reading = (i: number): Reading => ({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
-  t.same(await pipeline.submit(reading(1)), { status: 'stored', profile_id: 'alice' }, 'the first group: one sample of the wait only, no linger')
-  t.same(waits, [])
-  t.same(await pipeline.submit(reading(2)), { status: 'stored', profile_id: 'alice' }, 'the second group is acknowledged before the linger')
-  t.same(waits, [0], 'then the writer yields one turn (under 10,000 readings a second)')
-  const later = [3, 4, 5].map(async i => await pipeline.submit(reading(i)))
-  await new Promise(resolve => setImmediate(resolve))
-  t.equal(pipeline.counters.batches, 2, 'readings that arrive meanwhile wait')
-  release()
-  t.same(await Promise.all(later), [3, 4, 5].map(() => ({ status: 'stored', profile_id: 'alice' })))
-  t.equal(pipeline.counters.batches, 3, 'and are written as one group')
-  t.equal(pipeline.lingered, 2, 'each group after the first was followed by a linger')
+    await new Promise(resolve => setImmediate(resolve))
+  }
+  const results = await Promise.all(submits)
+  t.equal(results.filter(r => r.status === 'stored').length, 50)
+  t.same(order, Array.from({ length: 50 }, (_, n) => n), 'every reading acknowledged in the order it came')
+  t.ok(pipeline.counters.batches >= 2 && pipeline.counters.batches <= 5, `50 readings in ${pipeline.counters.batches} groups`)
 })
 
-t.test('at a saturating rate the linger is a timed wait', async t => {
-  const waits: number[] = []
-  const { pipeline } = await setup(t, { linger: { fromPerSecond: 0, timedFromPerSecond: 0, ms: 2, sampleMs: 0, coreWaitMs: () => performance.now() * 2, wait: async ms => { waits.push(ms) } } })
-  for (let i = 1; i <= 3; i++) await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
-  t.same(waits, [2, 2], 'every group after the first sample is followed by a wait of 2 ms')
-  await new Promise(resolve => setImmediate(resolve))
-  t.equal(pipeline.lingered, 2)
-})
-
-t.test('a writer whose thread gets a core when it wants one never lingers, at any rate', async t => {
-  let waits = 0
-  const { pipeline } = await setup(t, { linger: { fromPerSecond: 0, sampleMs: 0, coreWaitMs: () => 0, wait: async () => { waits++ } } })
-  for (let i = 1; i <= 5; i++) await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' })
-  t.equal(pipeline.counters.batches, 5)
-  t.equal(waits, 0, 'no wait')
-  t.equal(pipeline.lingered, 0)
+t.test('stop writes and acknowledges every reading already taken, then refuses new ones', async t => {
+  const events: string[] = []
+  const held = heldFirstAppend(events)
+  const { pipeline, readings } = await setup(t, {}, undefined, held.wrap)
+  const taken = [1, 2, 3].map(async i => await pipeline.submit({ profile_id: 'alice', measured_at: NOW - 10_000 + i * 1000, heart_rate: 60 + i, source: 'mqtt' }))
+  await held.entered
+  const more = pipeline.submit({ profile_id: 'alice', measured_at: NOW - 1000, heart_rate: 70, source: 'mqtt' })
+  let stopped = false
+  const stopping = pipeline.stop().then(() => { stopped = true })
+  await t.rejects(pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 71, source: 'mqtt' }), PipelineStoppedError, 'a reading after stop() is refused')
+  t.equal(stopped, false, 'stop waits for the group being written')
+  held.release()
+  await stopping
+  t.same(await Promise.all([...taken, more]), [1, 2, 3, 4].map(() => ({ status: 'stored', profile_id: 'alice' })))
+  t.same((await all(readings, 'alice')).map(([at]) => at), [NOW - 9000, NOW - 8000, NOW - 7000, NOW - 1000])
+  t.same(events, ['append 1', 'append 2'])
 })

@@ -25,7 +25,7 @@ async function tempDir (t: { teardown (fn: () => unknown): void }): Promise<stri
 }
 
 function pipelineOn (store: Store, readings: Readings, clock = { now: NOW }): Pipeline {
-  return new Pipeline({ store, readings, hub: new Hub(), users: { get: async () => ({}) }, retention: { rawDays: 35, rollupDays: 400 }, now: () => clock.now, pruneIntervalMs: 0 })
+  return new Pipeline({ readingLog: store.readingLog, readings, hub: new Hub(), users: { get: async () => ({}) }, retention: { rawDays: 35, rollupDays: 400 }, now: () => clock.now, pruneIntervalMs: 0 })
 }
 
 async function hourRows (readings: Readings, profile: string): Promise<Array<[number, Rollup]>> {
