@@ -7,6 +7,7 @@ import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
 import { errorPage } from '../oauth/pages.ts'
+import { registerOpenApi } from './openapi.ts'
 import { clientErrorHandler, isLoopback, limitConnectionsPerAddress, lingerIfClosed, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 import type { FastLane } from './types.ts'
@@ -171,6 +172,9 @@ export async function buildServer (services: Services, options: ServerOptions): 
       return await reply.code(e.status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).type('application/json; charset=utf-8').send(e.body())
     }
   })
+
+  // /openapi.json and /docs; its onRoute hook must come before every route it documents.
+  registerOpenApi(app, { publicUrl: () => services.config.publicUrl })
 
   await app.register(formbody, { bodyLimit: options.bodyLimit ?? 64 * 1024 })
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } })
