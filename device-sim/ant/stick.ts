@@ -105,6 +105,14 @@ export class AntStickSim {
     port.removeAllListeners()
   }
 
+  /** Writes bytes exactly as given (fault injection: noise, a broken message). */
+  async writeRaw (bytes: Uint8Array): Promise<void> {
+    const port = this.port
+    if (port === undefined) throw new Error('stick is not open')
+    await new Promise<void>((resolve, reject) => port.write(Buffer.from(bytes), err => err ? reject(err) : resolve()))
+    await new Promise<void>((resolve, reject) => port.drain(err => err ? reject(err) : resolve()))
+  }
+
   /** Adds a strap (it starts sending once the host receives). */
   addStrap (strap: SimStrap): void {
     if (this.straps.has(strap.deviceNumber)) throw new Error(`strap ${strap.deviceNumber} exists`)
@@ -121,7 +129,7 @@ export class AntStickSim {
       epoch,
       // The strap has been beating before it was heard: its last beat is "now".
       eventTime: eventTimeAt(now, epoch),
-      previousEventTime: 0,
+      previousEventTime: eventTimeAt(now, epoch),
       beatCount: 0,
       messages: 0,
       inRange: true,

@@ -22,6 +22,11 @@ export interface PortLinkOptions {
   reopen?: BackoffOptions
   /** How often to check that the path still leads to the opened device (ms). */
   presenceCheckMs: number
+  /**
+   * Whether an open port counts as the device being back (the backoff starts over). False for a device that must
+   * answer first: its source calls healthy() once it has.
+   */
+  healthyOnOpen?: boolean
   log: pino.Logger
 }
 
@@ -77,9 +82,14 @@ export class PortLink {
     // stream first; either way it is gone.
     port.on('close', (err?: Error | null) => this.onClosed(port, err ?? null))
     this.port = port
-    this.attempt = 0
+    if (this.o.healthyOnOpen !== false) this.attempt = 0
     this.h.opened(port)
     await this.watchPresence(port)
+  }
+
+  /** The device answered on the open port: the next outage's backoff starts from its first delay. */
+  healthy (): void {
+    this.attempt = 0
   }
 
   /** Closes the port for good and clears every timer. Idempotent. */
