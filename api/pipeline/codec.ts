@@ -20,7 +20,8 @@ export const HOUR_MS = 3_600_000
 /** The reading contract's RR count; the stored count is one byte. */
 export const MAX_RR = RR_MAX_COUNT
 
-const SOURCES: readonly ReadingSource[] = ['http', 'ble', 'serial', 'mqtt', 'sim']
+// A stored reading keeps its source as an index into this list: new sources are added at the end.
+const SOURCES: readonly ReadingSource[] = ['http', 'ble', 'serial', 'mqtt', 'sim', 'ant']
 
 export function padTs (t: number): string {
   return Math.trunc(t).toString().padStart(TS_WIDTH, '0')

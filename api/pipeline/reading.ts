@@ -2,7 +2,7 @@
 // See ../../README.md "Architecture": BLE, serial, MQTT and HTTP all hand this
 // shape to `Ingest.submit`; nothing else writes readings to the store.
 
-export type ReadingSource = 'http' | 'ble' | 'serial' | 'mqtt' | 'sim'
+export type ReadingSource = 'http' | 'ble' | 'serial' | 'mqtt' | 'sim' | 'ant'
 
 export interface Reading {
   /** Owner. Sources that know only a device leave it out; the pipeline resolves it from the pairing. */

@@ -8,7 +8,7 @@
 // (unplugged adapter), the source reports 'degraded' and reopens the same path
 // with exponential backoff and jitter, back to 'running' once open. stop()
 // closes the port, clears every timer and removes every listener it added.
-import { access, realpath } from 'node:fs/promises'
+import { access } from 'node:fs/promises'
 import { constants as fsConstants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { SerialPort } from 'serialport'
@@ -23,7 +23,8 @@ import {
   type SerialEvent,
   type SerialFormat
 } from '../../firmware-protocol/serial.ts'
-import { reopenDelay, DEFAULT_REOPEN, type BackoffOptions } from '../reopen-backoff.ts'
+import type { BackoffOptions } from '../reopen-backoff.ts'
+import { PortLink } from './port-link.ts'
 
 export interface SerialSourceOptions {
   path: string
@@ -66,17 +67,6 @@ export function serialPathDeviceId (path: string): string {
   return tail === '' ? 'serial' : tail
 }
 
-/**
- * Drops every listener this source put on a port it no longer uses, leaving
- * one no-op 'error' listener: serialport can still emit 'error' on a later
- * tick (a failed write, a failed close), and an 'error' with no listener
- * would throw out of the event loop.
- */
-function retire (port: SerialPort): void {
-  port.removeAllListeners()
-  port.on('error', () => {})
-}
-
 export class SerialSource implements Source {
   readonly id: string
   private readonly pathId: string
@@ -84,17 +74,14 @@ export class SerialSource implements Source {
   private readonly log: pino.Logger
   private sink: SourceSink | undefined
   private signal: AbortSignal | undefined
-  private port: SerialPort | undefined
+  private readonly link: PortLink
   private splitter: BoundedLineSplitter | undefined
   private learnedId: string | undefined
   private sighted = false
-  private attempt = 0
   private inFlight = 0
   private started = false
   private stopped = false
-  private reopenTimer: NodeJS.Timeout | undefined
   private pollTimer: NodeJS.Timeout | undefined
-  private presenceTimer: NodeJS.Timeout | undefined
   private current: SourceStatus = { state: 'starting', connected: 0 }
   private readonly onAbort = (): void => { void this.stop() }
 
@@ -103,6 +90,17 @@ export class SerialSource implements Source {
     this.id = `serial:${options.path}`
     this.pathId = serialPathDeviceId(options.path)
     this.log = (options.logger ?? pino({ enabled: false })).child({ component: 'serial', path: options.path })
+    this.link = new PortLink({
+      path: options.path,
+      baudRate: options.baudRate ?? SERIAL_DEFAULTS.baudRate,
+      ...(options.reopen === undefined ? {} : { reopen: options.reopen }),
+      presenceCheckMs: options.presenceCheckMs ?? SERIAL_DEFAULTS.presenceCheckMs,
+      log: this.log
+    }, {
+      opened: port => { this.attachPort(port) },
+      closed: (port, reason) => { this.detachPort(port, reason) },
+      degraded: detail => { this.setStatus({ state: 'degraded', detail, connected: 0 }) }
+    })
   }
 
   /** The id readings carry: configured, else from the $ID line, else derived from the path. */
@@ -123,70 +121,18 @@ export class SerialSource implements Source {
     if (signal.aborted) { await this.stop(); return }
     signal.addEventListener('abort', this.onAbort, { once: true })
     this.setStatus({ state: 'starting', connected: 0 }, true)
-    await this.openOnce()
+    await this.link.open()
   }
 
   async stop (): Promise<void> {
     if (this.stopped) return
     this.stopped = true
     this.signal?.removeEventListener('abort', this.onAbort)
-    if (this.reopenTimer !== undefined) clearTimeout(this.reopenTimer)
-    this.reopenTimer = undefined
-    const port = this.detachPort()
-    if (port?.isOpen === true) {
-      await new Promise<void>(resolve => port.close(() => resolve()))
-    }
-    if (port !== undefined) retire(port)
+    await this.link.stop()
     this.setStatus({ state: 'stopped', connected: 0 })
   }
 
-  // --- port lifecycle -------------------------------------------------------
-
-  private async openOnce (): Promise<void> {
-    const { path } = this.opts
-    const port = new SerialPort({ path, baudRate: this.opts.baudRate ?? SERIAL_DEFAULTS.baudRate, autoOpen: false })
-    // serialport emits 'error' for failures with no callback; an EventEmitter
-    // 'error' without a listener would throw, so one is always attached.
-    port.on('error', (err: Error) => this.log.warn({ err }, 'serial port error'))
-    try {
-      await new Promise<void>((resolve, reject) => port.open(err => err ? reject(err) : resolve()))
-    } catch (err) {
-      retire(port)
-      this.scheduleReopen(`cannot open ${path}: ${(err as Error).message}`)
-      return
-    }
-    if (this.stopped) {
-      await new Promise<void>(resolve => port.close(() => resolve()))
-      retire(port)
-      return
-    }
-    this.attachPort(port)
-    this.attempt = 0
-    this.setStatus({ state: 'running', connected: 1 })
-    this.log.info('serial port open')
-    if (this.opts.format === 'hrmi') this.startPolling(port)
-    await this.watchPresence(port)
-  }
-
-  // serialport reports an unplug only when the hangup reaches a read parked in
-  // poll(). If the read is issued after the hangup, read(2) returns 0 and
-  // @serialport/bindings-cpp's unixRead retries for ever (bindings-cpp issue
-  // 162), so no 'close' comes. The watchdog catches that case: once the path
-  // no longer leads to the device that was opened (the USB node or the pty
-  // link is gone, or points elsewhere), it closes the port itself, which also
-  // ends that retry loop (a closed binding cancels the read).
-  private async watchPresence (port: SerialPort): Promise<void> {
-    const opened = await realpath(this.opts.path).catch(() => undefined)
-    if (this.port !== port) return
-    const check = (): void => {
-      realpath(this.opts.path).catch(() => undefined).then(now => {
-        if (this.port !== port || now === opened) return
-        this.log.warn({ opened, now }, 'serial device path changed or vanished; closing the port')
-        this.onPortClosed(port, new Error(now === undefined ? 'device path vanished' : 'device path now leads elsewhere'))
-      }, () => {})
-    }
-    this.presenceTimer = setInterval(check, this.opts.presenceCheckMs ?? SERIAL_DEFAULTS.presenceCheckMs)
-  }
+  // --- port lifecycle (PortLink opens, watches and reopens the port) ---------
 
   private attachPort (port: SerialPort): void {
     // A fresh splitter per open, so a half line from before an unplug is
@@ -208,62 +154,32 @@ export class SerialSource implements Source {
     splitter.on('data', (line: string) => this.onLine(line))
     splitter.on('overflow', () => this.drop('too_long'))
     splitter.on('error', (err: Error) => this.log.warn({ err }, 'line splitter error'))
-    // 'close' comes with a DisconnectedError from serialport, or with nothing
-    // when a failed write destroyed the stream first; either way it is gone.
-    port.on('close', (err?: Error | null) => this.onPortClosed(port, err ?? null))
     port.pipe(splitter)
-    this.port = port
     this.splitter = splitter
+    this.setStatus({ state: 'running', connected: 1 })
+    this.log.info('serial port open')
+    if (this.opts.format === 'hrmi') this.startPolling(port)
   }
 
-  /** Unhooks the current port and splitter; returns the port for closing. */
-  private detachPort (): SerialPort | undefined {
+  /** Unhooks the splitter and the poll timer from a port that went away or is closing. */
+  private detachPort (port: SerialPort, reason: string | undefined): void {
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer)
     this.pollTimer = undefined
-    if (this.presenceTimer !== undefined) clearInterval(this.presenceTimer)
-    this.presenceTimer = undefined
-    const port = this.port
     const splitter = this.splitter
-    this.port = undefined
     this.splitter = undefined
-    if (port !== undefined) {
-      port.removeAllListeners('close')
-      port.removeAllListeners('data')
-      if (splitter !== undefined) port.unpipe(splitter)
-    }
+    port.removeAllListeners('data')
     if (splitter !== undefined) {
+      port.unpipe(splitter)
       splitter.removeAllListeners()
       splitter.destroy()
     }
-    return port
-  }
-
-  private onPortClosed (port: SerialPort, err: Error | null): void {
-    if (this.port !== port || this.stopped) return
-    this.detachPort()
-    // Keep the no-op 'error' listener until the port is really closed.
-    if (port.isOpen) port.close(() => retire(port))
-    else retire(port)
-    const reason = err !== null ? err.message : 'closed'
-    this.log.warn({ err }, 'serial port went away')
-    if (this.sighted) this.sight(false)
-    this.scheduleReopen(`port went away (${reason}); reopening`)
-  }
-
-  private scheduleReopen (detail: string): void {
-    if (this.stopped) return
-    this.setStatus({ state: 'degraded', detail, connected: 0 })
-    const delay = reopenDelay(this.attempt++, this.opts.reopen ?? DEFAULT_REOPEN)
-    this.log.debug({ delay, attempt: this.attempt }, 'reopen scheduled')
-    this.reopenTimer = setTimeout(() => {
-      this.reopenTimer = undefined
-      void this.openOnce()
-    }, delay)
+    // A reason: the port went away (not a stop), and the device with it.
+    if (reason !== undefined && this.sighted) this.sight(false)
   }
 
   private startPolling (port: SerialPort): void {
     const poll = (): void => {
-      if (this.port !== port) return
+      if (this.link.current !== port) return
       port.write(hrmiPollCommand(1), err => {
         if (err) this.log.debug({ err }, 'hrmi poll write failed')
       })
