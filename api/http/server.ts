@@ -6,7 +6,7 @@ import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
 import { errorPage } from '../oauth/pages.ts'
-import { clientErrorHandler, isLoopback, limitConnectionsPerAddress, lingerIfClosed, type ConnectionLimits } from './connections.ts'
+import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, watchResponses, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 
 export interface ServerOptions {
@@ -85,6 +85,7 @@ export async function buildServer (services: Services, options: ServerOptions): 
   app.setChildLoggerFactory(logger => logger)
 
   limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
+  watchResponses(app.server)
 
   app.setErrorHandler(async (error: FastifyError | ApiError | OAuthError, request, reply) => {
     if (error instanceof OAuthError) {
@@ -105,9 +106,8 @@ export async function buildServer (services: Services, options: ServerOptions): 
   // Callback style: this runs on every answer, and an async hook costs a promise each time.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff')
-    // Answered before the body was read (413, a refusal): a closing connection lingers so the client reads this.
-    if (!request.raw.complete) lingerIfClosed(request.raw)
-    done(null, payload)
+    // Answered before the body was read (413, a refusal): the rest is read first, so that the client reads this.
+    afterBody(request.raw, () => { done(null, payload) })
   })
 
   // The admin API stays on the box: /admin and /operator answer loopback peers only (the socket's own address,
