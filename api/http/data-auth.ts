@@ -1,7 +1,9 @@
 // Authentication and the per-token rate limit for the data API's routes.
 // `guard(...)` is used as the route's onRequest hook, so a request is
 // authenticated before its body is parsed (deny by default), and a WebSocket
-// upgrade is refused with the HTTP error instead of being upgraded.
+// upgrade is refused with the HTTP error instead of being upgraded. The
+// latest-reading route, which has no hooks, calls `guardNow` first thing in
+// its handler.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { TokenRateLimit } from './token-limit.ts'
 import { ApiError } from '../errors.ts'
