@@ -3,7 +3,7 @@
 // `access_token` query parameter.
 import type { FastifyRequest } from 'fastify'
 import { ApiError, type ApiErrorName } from '../errors.ts'
-import type { AccessTokenRecord } from '../store/tokens.ts'
+import type { AccessLookup, AccessTokenRecord } from '../store/tokens.ts'
 import type { Services } from '../services.ts'
 
 /** What authentication reads: the token store. */
@@ -50,9 +50,11 @@ export function tokenFrom (request: FastifyRequest, allowQuery: boolean): string
   throw new ApiError('header_missing')
 }
 
-export async function authenticate (tokens: AuthTokens, request: FastifyRequest, options: AuthOptions = {}): Promise<AuthContext> {
-  const token = tokenFrom(request, options.query === true)
-  const found = await tokens.lookup(token)
+/**
+ * What a token store lookup of `token` means for this request: the context (also set as request.auth), or the
+ * error its absence, expiry or scopes call for (thrown).
+ */
+export function authorize (request: FastifyRequest, token: string, found: AccessLookup, options: AuthOptions = {}): AuthContext {
   if (!found.ok) throw new ApiError(found.reason === 'expired' ? 'token_expired' : 'token_not_found')
   const needed = options.scope === undefined ? [] : Array.isArray(options.scope) ? options.scope : [options.scope]
   for (const s of needed) {
@@ -65,6 +67,21 @@ export async function authenticate (tokens: AuthTokens, request: FastifyRequest,
   const ctx: AuthContext = { token, digest: found.digest, record: found.token }
   request.auth = ctx
   return ctx
+}
+
+export async function authenticate (tokens: AuthTokens, request: FastifyRequest, options: AuthOptions = {}): Promise<AuthContext> {
+  const token = tokenFrom(request, options.query === true)
+  return authorize(request, token, await tokens.lookup(token), options)
+}
+
+/**
+ * `authenticate` answered from the token store's cache, without a promise: undefined when the token is not
+ * cached (then only `authenticate` can tell). Throws as `authenticate` rejects.
+ */
+export function authenticateCached (tokens: AuthTokens, request: FastifyRequest, options: AuthOptions = {}): AuthContext | undefined {
+  const token = tokenFrom(request, options.query === true)
+  const found = tokens.cachedLookup(token)
+  return found === undefined ? undefined : authorize(request, token, found, options)
 }
 
 /** A preHandler that authenticates with the given options. */

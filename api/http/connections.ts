@@ -1,8 +1,9 @@
 // The HTTP server below Fastify's routing: which peers count as local, how
 // many connections one address may hold open, how a refused or failed request
-// is closed so that the client can read its answer, and the JSON answer to
+// is answered so that the client can read its answer, and the JSON answer to
 // errors Node's parser raises before a request exists (431, 408, 400).
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
+// Only documented APIs of node:http and node:net are used.
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import { ApiError, type ApiErrorName } from '../errors.ts'
@@ -47,18 +48,55 @@ export function limitConnectionsPerAddress (server: Server, limits: ConnectionLi
   })
 }
 
-/** Lingering close, as nginx's lingering_close: how long and how much is read and discarded after the answer. */
+/** How much of what a client still sends after it was answered or refused is read, and for how long (afterBody, lingeringClose). */
 export const LINGER_MS = 5000
 export const LINGER_BYTES = 4 * 1024 * 1024
 
+/** Content-Length above 0 or a Transfer-Encoding: the request has a body (RFC 9112 6.3). */
+function announcesBody (request: IncomingMessage): boolean {
+  const length = request.headers['content-length']
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
 /**
- * Ends the socket after the answer is out, then reads and discards what the
- * client still sends (the rest of a refused body) until its request or its
- * side of the connection ends, LINGER_BYTES are read or LINGER_MS pass, and
- * only then closes. Closing with unread bytes sends a TCP reset, and the
- * client, still uploading, gets EPIPE or ECONNRESET and loses the answer.
+ * Calls `answer` once the request's body is read: at once when it has none or it is read already; otherwise
+ * after reading and discarding the rest (until its end, LINGER_BYTES or LINGER_MS). For an answer ready before
+ * the body was read (413, a refusal): Node closes such a connection after the answer (Fastify asks it to after a
+ * body error), and closing with unread bytes sends a TCP reset, so that the client, still uploading, would get
+ * EPIPE or ECONNRESET and lose the answer.
  */
-export function lingeringClose (socket: Socket, request?: IncomingMessage): void {
+export function afterBody (request: IncomingMessage, answer: () => void): void {
+  if (request.complete || !announcesBody(request)) { answer(); return }
+  let read = 0
+  let answered = false
+  const go = (): void => {
+    if (answered) return
+    answered = true
+    clearTimeout(timer)
+    request.off('data', discard)
+    request.off('end', go)
+    request.off('close', go)
+    answer()
+  }
+  const discard = (chunk: Buffer): void => {
+    read += chunk.length
+    if (read > LINGER_BYTES) go()
+  }
+  const timer = setTimeout(go, LINGER_MS)
+  timer.unref()
+  request.on('data', discard)
+  request.once('end', go)
+  request.once('close', go)
+  request.resume()
+}
+
+/**
+ * Ends the socket after a raw answer, then reads and discards what the client
+ * still sends until its side of the connection ends, LINGER_BYTES are read or
+ * LINGER_MS pass, and only then closes (nginx's lingering_close): closing with
+ * unread bytes sends a TCP reset, and the client loses the answer.
+ */
+export function lingeringClose (socket: Socket): void {
   if (socket.destroyed) return
   const startBytes = socket.bytesRead
   let flushed = false
@@ -69,37 +107,41 @@ export function lingeringClose (socket: Socket, request?: IncomingMessage): void
     socket.destroy()
   }
   // Closed once the answer is flushed and the client has sent all it meant to (or the bounds are reached).
-  const drainedNow = (): void => { drained = true; if (flushed) close() }
   const timer = setTimeout(close, LINGER_MS)
   // Node's HTTP parser may read the socket natively (no 'data' events): bytesRead counts either way.
   const meter = setInterval(() => { if (socket.bytesRead - startBytes > LINGER_BYTES) close() }, 50)
   timer.unref()
   meter.unref()
   socket.once('close', () => { clearTimeout(timer); clearInterval(meter) })
-  socket.once('end', drainedNow)
-  if (request !== undefined) {
-    if (request.complete) drained = true
-    else { request.once('end', drainedNow); request.resume() }
-  } else {
-    socket.on('data', () => { /* discarded */ })
-    socket.resume()
-  }
+  socket.once('end', () => { drained = true; if (flushed) close() })
+  socket.on('data', () => { /* discarded */ })
+  socket.resume()
   socket.end(() => { flushed = true; if (drained) close() })
 }
 
-const lingering = new WeakSet<Socket>()
+/** The responses of each connection that are not finished, from the server's 'request' events. */
+const responses = new WeakMap<Socket, Set<ServerResponse>>()
+
+/** Keeps `responses` for the server's connections, for clientErrorHandler (`answering`). */
+export function watchResponses (server: Server): void {
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket
+    let open = responses.get(socket)
+    if (open === undefined) responses.set(socket, open = new Set())
+    for (const r of open) if (r.writableFinished) open.delete(r)
+    open.add(response)
+  })
+}
 
 /**
- * Called when an answer is sent before its request body was read (413, or a
- * refusal before the body): if Node then closes the connection, it closes
- * it through lingeringClose instead of at once.
+ * An answer is under way on this connection: a response whose headers are written and whose bytes have not
+ * all gone to the socket. A raw answer written now would land inside it.
  */
-export function lingerIfClosed (request: IncomingMessage): void {
-  const socket = request.socket as Socket & { destroySoon?: () => void }
-  if (socket.destroyed || lingering.has(socket)) return
-  lingering.add(socket)
-  // Node's HTTP server ends a `connection: close` answer with socket.destroySoon().
-  socket.destroySoon = () => { lingeringClose(socket, request) }
+function answering (socket: Socket): boolean {
+  const open = responses.get(socket)
+  if (open === undefined) return false
+  for (const r of open) if (r.headersSent && !r.writableFinished) return true
+  return false
 }
 
 /** The raw HTTP answer with the API's JSON error body, for errors raised before Fastify has a request. */
@@ -123,8 +165,7 @@ export function clientErrorHandler (log: FastifyBaseLogger): (err: NodeJS.ErrnoE
       ? 'headers_too_large'
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'invalid_request'
     log.debug({ code: err.code }, 'client error')
-    const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-    if (!socket.writable || answering?.headersSent === true) { socket.destroy(); return }
+    if (!socket.writable || answering(socket)) { socket.destroy(); return }
     if (name === 'request_timeout') {
       socket.end(rawAnswer(name), () => { socket.destroy() })
       return

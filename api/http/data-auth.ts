@@ -1,11 +1,13 @@
 // Authentication and the per-token rate limit for the data API's routes.
 // `guard(...)` is used as the route's onRequest hook, so a request is
 // authenticated before its body is parsed (deny by default), and a WebSocket
-// upgrade is refused with the HTTP error instead of being upgraded.
+// upgrade is refused with the HTTP error instead of being upgraded. The
+// latest-reading route, which has no hooks, calls `guardNow` first thing in
+// its handler.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { TokenRateLimit } from './token-limit.ts'
 import { ApiError } from '../errors.ts'
-import { authenticate, type AuthOptions } from './auth.ts'
+import { authenticate, authenticateCached, type AuthContext, type AuthOptions } from './auth.ts'
 import type { Services } from '../services.ts'
 
 /** What the guard reads: the token store, and the rate limit from the API configuration. */
@@ -37,14 +39,27 @@ function applyLimit (limit: TokenRateLimit, digest: string, reply: FastifyReply)
   }
 }
 
-/** Authenticates (user tokens only) and applies the rate limit; throws ApiError. */
-export async function guardRequest (uses: GuardUses, request: FastifyRequest, reply: FastifyReply, options: AuthOptions): Promise<string> {
-  const ctx = await authenticate(uses.tokens, request, { user: true, ...options })
+/** The rate limit and the user of an authenticated request: the profile id, or throws ApiError. */
+function admit (uses: GuardUses, ctx: AuthContext, reply: FastifyReply): string {
   const limit = tokenLimitOf(uses.config)
   if (limit !== null) applyLimit(limit, ctx.digest, reply)
   const profile = ctx.record.profile_id
   if (profile === null) throw new ApiError('invalid_scope')
   return profile
+}
+
+/** Authenticates (user tokens only) and applies the rate limit; throws ApiError. */
+export async function guardRequest (uses: GuardUses, request: FastifyRequest, reply: FastifyReply, options: AuthOptions): Promise<string> {
+  return admit(uses, await authenticate(uses.tokens, request, { user: true, ...options }), reply)
+}
+
+/**
+ * guardRequest without a promise when the token is in the token store's cache (a client that polls): the
+ * profile id at once, else a promise of it. Throws ApiError, or the promise rejects with it.
+ */
+export function guardNow (uses: GuardUses, request: FastifyRequest, reply: FastifyReply, options: AuthOptions): string | Promise<string> {
+  const ctx = authenticateCached(uses.tokens, request, { user: true, ...options })
+  return ctx === undefined ? guardRequest(uses, request, reply, options) : admit(uses, ctx, reply)
 }
 
 export function guard (uses: GuardUses, options: AuthOptions) {

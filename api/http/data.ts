@@ -8,18 +8,26 @@
 // user) is 400 `7013`, never 200.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
-import { guard, responseMode, type GuardUses } from './data-auth.ts'
-import { profileOf } from './auth.ts'
-import { LATEST_PATH, latestLane } from './latest-lane.ts'
+import { guard, guardNow, responseMode, type GuardUses, type ResponseMode } from './data-auth.ts'
+import { profileOf, type AuthOptions } from './auth.ts'
 import { isRefused } from '../pipeline/reading.ts'
 import { HEART_RATE, MEASURED_AT } from '../../firmware-protocol/reading-contract.ts'
 import type { Services } from '../services.ts'
+import type { LatestRecord } from '../store/types.ts'
 
 /** What the data routes use: the ingest pipeline to write, the readings store to read the latest. */
 export type DataUses = GuardUses & Pick<Services, 'pipeline' | 'readings'>
 
-const errorBody = { type: 'object', properties: { error_code: { type: 'number' }, error_message: { type: 'string' } } }
+export const LATEST_PATH = '/api/v1/data/heart_rate/latest'
+const READ: AuthOptions = { scope: 'data:heart_rate:read' }
+
+/** A poll of the latest reading: its querystring is validated or not (attachValidation). */
+type LatestRequest = FastifyRequest & { query: { response_mode?: unknown } }
+
+/** The error body (errors.ts) of each error status a route answers, for its serializer. */
+const ErrorBody = Type.Object({ error_code: Type.Number(), error_message: Type.String(), detail: Type.Optional(Type.String()) })
 
 export const dataPlugin: FastifyPluginAsyncTypebox<DataUses> = async (app, uses) => {
   const { pipeline, readings } = uses
@@ -46,33 +54,52 @@ export const dataPlugin: FastifyPluginAsyncTypebox<DataUses> = async (app, uses)
     return {}
   })
 
-  // The plain poll is answered in front of the router when all it needs is in memory (latest-lane.ts).
-  app.addFastLane(latestLane(uses))
+  // What widgets and apps poll every second or so. No route hooks: the handler authenticates first (the token
+  // in the header only), and answers in callback style without a promise when the token and the reading are in
+  // memory (the token store's and the readings' caches); otherwise it waits for the store. Each status it
+  // answers has a response schema, so Fastify serializes the body with fast-json-stringify.
   app.get(LATEST_PATH, {
-    onRequest: guard(uses, { scope: 'data:heart_rate:read' }),
+    attachValidation: true,
     schema: {
       querystring: Type.Object({ response_mode: Type.Optional(Type.String()) }),
       response: {
-        200: {
-          type: 'object',
-          required: ['measured_at', 'data'],
-          properties: { measured_at: { type: 'number' }, data: { type: 'object', required: ['heart_rate'], properties: { heart_rate: { type: 'number' } } } }
-        },
-        412: errorBody
+        200: Type.Object({ measured_at: Type.Number(), data: Type.Object({ heart_rate: Type.Number() }) }),
+        400: ErrorBody,
+        401: ErrorBody,
+        403: ErrorBody,
+        412: ErrorBody,
+        422: ErrorBody,
+        429: ErrorBody,
+        500: ErrorBody
       }
     }
-  }, async (request, reply) => {
-    const mode = responseMode(request.query.response_mode)
-    let latest
-    try {
-      latest = await readings.latest(profileOf(request))
-    } catch (err) {
-      throw new ApiError('latest_failed', { cause: err })
-    }
-    if (latest === undefined) throw new ApiError('no_heart_rate_data')
-    if (mode === 'text_plain_only_heart_rate') {
-      return await reply.header('content-type', 'text/plain; charset=UTF-8').send(String(latest.heart_rate))
-    }
-    return { measured_at: latest.measured_at, data: { heart_rate: latest.heart_rate } }
-  })
+  }, (request, reply) => { pollLatest(request, reply) })
+
+  /** Authenticates a poll, then answers it: without a promise when the token is in the token store's cache. */
+  function pollLatest (request: LatestRequest, reply: FastifyReply): void {
+    let profile: string | Promise<string>
+    try { profile = guardNow(uses, request, reply, READ) } catch (err) { reply.send(err); return }
+    if (typeof profile === 'string') answerLatest(request, reply, profile)
+    else profile.then(p => { answerLatest(request, reply, p) }, (err: unknown) => { reply.send(err) })
+  }
+
+  /** The answer to a poll whose profile is known: the reading from the latest-reading cache, or from the store. */
+  function answerLatest (request: LatestRequest, reply: FastifyReply, profile: string): void {
+    // The querystring's error, raised only now: a refused token is answered first, as the guard does in onRequest.
+    if (request.validationError !== undefined) { reply.send(request.validationError); return }
+    let mode: ResponseMode
+    try { mode = responseMode(request.query.response_mode) } catch (err) { reply.send(err); return }
+    const cached = readings.cachedLatest(profile)
+    if (cached !== undefined) { sendLatest(reply, mode, cached); return }
+    readings.latest(profile).then(
+      latest => { sendLatest(reply, mode, latest ?? null) },
+      (err: unknown) => { reply.send(new ApiError('latest_failed', { cause: err })) })
+  }
+}
+
+/** Sends the latest reading in the response mode, or 412 when the profile has none (null). */
+function sendLatest (reply: FastifyReply, mode: ResponseMode, latest: LatestRecord | null): void {
+  if (latest === null) reply.send(new ApiError('no_heart_rate_data'))
+  else if (mode === 'text_plain_only_heart_rate') reply.header('content-type', 'text/plain; charset=UTF-8').send(String(latest.heart_rate))
+  else reply.send({ measured_at: latest.measured_at, data: { heart_rate: latest.heart_rate } })
 }

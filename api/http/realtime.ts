@@ -12,7 +12,7 @@ import { guard, responseMode, type GuardUses, type ResponseMode } from './data-a
 import { Params } from './schema.ts'
 import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
-import { bindToToken, openStream, textFrame } from './stream-socket.ts'
+import { bindToToken, encodedOnce, openStream } from './stream-socket.ts'
 import type { StoredReading } from '../pipeline/reading.ts'
 
 export function readingMessage (r: StoredReading, mode: ResponseMode): string {
@@ -20,21 +20,15 @@ export function readingMessage (r: StoredReading, mode: ResponseMode): string {
 }
 
 /**
- * A reading's message as its UTF-8 bytes and as the whole WebSocket frame around them, made once per reading and
- * mode however many viewers it goes to: the hub hands every subscriber the same reading object, and a room of
- * viewers on one profile would otherwise serialize, encode and frame the same message once each.
+ * A reading's message in each mode as UTF-8 bytes, made once per reading and mode however many viewers it goes
+ * to: the hub hands every subscriber the same reading object, and every viewer of a mode is sent the same Buffer.
  */
-interface ReadingFrame { payload: Buffer, frame: Buffer }
-const frames = new WeakMap<StoredReading, Partial<Record<ResponseMode, ReadingFrame>>>()
-export function readingFrame (r: StoredReading, mode: ResponseMode): ReadingFrame {
-  let made = frames.get(r)
-  if (made === undefined) { made = {}; frames.set(r, made) }
-  let f = made[mode]
-  if (f === undefined) {
-    const payload = Buffer.from(readingMessage(r, mode))
-    f = made[mode] = { payload, frame: textFrame(payload) }
-  }
-  return f
+const readingBytes: Record<ResponseMode, (r: StoredReading) => Buffer> = {
+  json: encodedOnce(r => readingMessage(r, 'json')),
+  text_plain_only_heart_rate: encodedOnce(r => readingMessage(r, 'text_plain_only_heart_rate'))
+}
+export function readingPayload (r: StoredReading, mode: ResponseMode): Buffer {
+  return readingBytes[mode](r)
 }
 
 /** What a reading stream uses: the live hub, the stream settings and the log. */
@@ -50,10 +44,8 @@ export function streamProfile (uses: StreamUses, socket: WebSocket, profileId: s
     ...(cfg.maxBufferedBytes === undefined ? {} : { maxBufferedBytes: cfg.maxBufferedBytes }),
     ...(check === undefined ? {} : { check })
   })
-  stream.onClose(uses.hub.subscribeProfile(profileId, r => {
-    const f = readingFrame(r, mode)
-    stream.sendFrame(f.frame, f.payload)
-  }))
+  const bytes = readingBytes[mode]
+  stream.onClose(uses.hub.subscribeProfile(profileId, r => { stream.send(bytes(r)) }))
   return stream
 }
 

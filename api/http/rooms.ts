@@ -16,7 +16,7 @@ import { guard, type GuardUses } from './data-auth.ts'
 import { Params } from './schema.ts'
 import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
-import { bindToToken, openStream, type Stream } from './stream-socket.ts'
+import { bindToToken, encodedOnce, openStream, type Stream } from './stream-socket.ts'
 import { ROOM_KINDS, type RoomKind, type RoomMessage } from '../hub.ts'
 
 export function parseKinds (value: unknown): Set<RoomKind> {
@@ -30,6 +30,9 @@ export function parseKinds (value: unknown): Set<RoomKind> {
   }
   return out
 }
+
+/** A room message as UTF-8 bytes, serialized once however many viewers of the room it goes to. */
+const roomMessageBytes = encodedOnce<RoomMessage>(message => JSON.stringify(message))
 
 export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string }
 
@@ -53,7 +56,7 @@ export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: stri
     // A removed member still gets the message about its own removal; then the stream closes.
     const ownRemoval = message.kind === 'room_member_removed' && viewer.kind === 'member' && message.room_member_removed.profile_id === viewer.profileId
     if (ok || ownRemoval) {
-      if (kinds.has(message.kind) && !hiddenFrom(uses.users, message, viewer)) stream.send(JSON.stringify(message))
+      if (kinds.has(message.kind) && !hiddenFrom(uses.users, message, viewer)) stream.send(roomMessageBytes(message))
     }
     if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))

@@ -1,6 +1,5 @@
 // The Fastify server: one error handler that produces the specification's
 // JSON error bodies, the shared plugins, and the feature plugins in order.
-import { createServer, type IncomingMessage, type Server, type ServerOptions as HttpOptions, type ServerResponse } from 'node:http'
 import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import formbody from '@fastify/formbody'
 import websocket from '@fastify/websocket'
@@ -8,9 +7,8 @@ import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
 import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
-import { clientErrorHandler, isLoopback, limitConnectionsPerAddress, lingerIfClosed, type ConnectionLimits } from './connections.ts'
+import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, watchResponses, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
-import type { FastLane } from './types.ts'
 
 export interface ServerOptions {
   /** Largest request body accepted (bytes). */
@@ -26,33 +24,6 @@ export interface ServerOptions {
   timeouts?: { headersMs: number, requestMs: number, keepAliveMs: number }
   /** http.max_connections_per_address and max_connections_loopback. */
   connections?: ConnectionLimits
-}
-
-/**
- * The HTTP server Fastify would make (its `http` options, keep-alive and request timeouts), with the
- * fast lanes in front of Fastify's handler. A lane that throws leaves the request to Fastify.
- */
-function serverWithLanes (lanes: FastLane[], log: FastifyBaseLogger) {
-  return (handler: (request: IncomingMessage, response: ServerResponse) => void, options: Record<string, unknown>): Server => {
-    // Fastify's options after its defaults were applied (fastify/lib/server.js getServerInstance reads the same).
-    const opts = options as { http?: HttpOptions, keepAliveTimeout: number, requestTimeout: number, connectionTimeout: number }
-    const server = createServer(opts.http ?? {}, (request, response) => {
-      for (const lane of lanes) {
-        try {
-          if (lane(request, response)) return
-        } catch (err) {
-          log.error({ err }, 'fast lane failed; the request goes to the router')
-          // Something was written (headers, or a whole answer written raw): the request is answered, if badly.
-          if (response.headersSent || response.writableEnded) return
-        }
-      }
-      handler(request, response)
-    })
-    server.keepAliveTimeout = opts.keepAliveTimeout
-    server.requestTimeout = opts.requestTimeout
-    server.setTimeout(opts.connectionTimeout)
-    return server
-  }
 }
 
 const DEFAULT_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }
@@ -90,9 +61,7 @@ function storageError (kind: 'full' | 'io', cause: unknown): ApiError {
 export async function buildServer (services: Services, options: ServerOptions): Promise<FastifyInstance> {
   const log = services.log.child({ component: 'http' }) as FastifyBaseLogger
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
-  const lanes: FastLane[] = []
   const app = Fastify({
-    serverFactory: serverWithLanes(lanes, log),
     loggerInstance: log,
     // Slow and half-open connections: headers and the whole request must arrive in time (checked every second,
     // answered 408 and closed), and an idle keep-alive connection is closed.
@@ -113,11 +82,11 @@ export async function buildServer (services: Services, options: ServerOptions): 
       void (reply as FastifyReply).code(e.status).type('application/json; charset=utf-8').send(e.body())
     }
   })
-  app.decorate('addFastLane', (lane: FastLane) => { lanes.push(lane) })
   // Request logging is off, so a child logger per request (pino bindings for a request id) is work for nothing.
   app.setChildLoggerFactory(logger => logger)
 
   limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
+  watchResponses(app.server)
 
   app.setErrorHandler(async (error: FastifyError | ApiError | OAuthError, request, reply) => {
     if (error instanceof OAuthError) {
@@ -138,9 +107,8 @@ export async function buildServer (services: Services, options: ServerOptions): 
   // Callback style: this runs on every answer, and an async hook costs a promise each time.
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff')
-    // Answered before the body was read (413, a refusal): a closing connection lingers so the client reads this.
-    if (!request.raw.complete) lingerIfClosed(request.raw)
-    done(null, payload)
+    // Answered before the body was read (413, a refusal): the rest is read first, so that the client reads this.
+    afterBody(request.raw, () => { done(null, payload) })
   })
 
   // The admin API stays on the box: /admin and /operator answer loopback peers only (the socket's own address,

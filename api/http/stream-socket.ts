@@ -1,8 +1,9 @@
 // One server-side WebSocket stream: keep-alive and the bound on a slow client.
+// Messages go out through ws's public send only.
 // - Ping every pingIntervalMs (default 30 s); a client that has not answered
 //   the previous ping by the next tick is terminated.
-// - A client that stops reading: once ws's bufferedAmount (bytes queued in
-//   Node, not yet taken by the kernel) passes maxBufferedBytes (default
+// - A client that stops reading: once ws's bufferedAmount (bytes queued by
+//   send and not yet handed to the network) passes maxBufferedBytes (default
 //   256 KiB) the stream stops sending, closes with 1013 "client too slow" and
 //   terminates the socket one second later if the close handshake does not
 //   finish (a client that does not read never sees the close frame), so
@@ -11,7 +12,6 @@
 //   (a revoked widget or display capability, a removed member).
 // - bindToToken: a stream opened with an access token closes with 1008 when
 //   that token is revoked (an event of the token store) or expires (a timer).
-import type { Duplex } from 'node:stream'
 import type { WebSocket } from 'ws'
 import type { Logger } from 'pino'
 import type { StreamCounters } from '../hub.ts'
@@ -30,47 +30,28 @@ export interface StreamOptions {
 }
 
 /**
- * A whole unmasked text frame (FIN, opcode 1) around `payload`: what a server sends for a text message.
- * Made once per message, it goes to every stream as one socket write (`Stream.sendFrame`).
+ * `encode` made once per message object: its first call for a message makes the UTF-8 bytes, and every later
+ * call for the same object (the hub hands every subscriber the same one) returns the same Buffer, so that a
+ * message is serialized and encoded once however many streams it goes to. Kept while the message object lives.
  */
-export function textFrame (payload: Buffer): Buffer {
-  const n = payload.length
-  const head = n < 126 ? 2 : n < 65536 ? 4 : 10
-  const frame = Buffer.allocUnsafe(head + n)
-  frame[0] = 0x81
-  if (head === 2) frame[1] = n
-  else if (head === 4) { frame[1] = 126; frame.writeUInt16BE(n, 2) } else { frame[1] = 127; frame.writeBigUInt64BE(BigInt(n), 2) }
-  payload.copy(frame, head)
-  return frame
-}
-
-/**
- * What `sendFrame` reads of ws's internals (ws 8: lib/websocket.js `_socket`, lib/sender.js `_state` and
- * `_queue`): the socket, and whether the sender writes a message at once (state 0, nothing queued; it always
- * does here, with permessage-deflate off) so that a frame written beside it keeps the order of messages.
- */
-interface WsInternals {
-  _socket?: Duplex | null
-  _sender?: { _state?: number, _queue?: unknown[] } | null
-}
-
-/** The socket a whole frame can be written to now, or undefined (then ws sends the message itself). */
-function frameSocket (socket: WebSocket): Duplex | undefined {
-  const ws = socket as unknown as WsInternals
-  const sender = ws._sender
-  if (sender === undefined || sender === null || sender._state !== 0 || sender._queue?.length !== 0) return undefined
-  return ws._socket ?? undefined
+export function encodedOnce<T extends object> (encode: (message: T) => string): (message: T) => Buffer {
+  const made = new WeakMap<T, Buffer>()
+  return message => {
+    let bytes = made.get(message)
+    if (bytes === undefined) {
+      bytes = Buffer.from(encode(message))
+      made.set(message, bytes)
+    }
+    return bytes
+  }
 }
 
 export interface Stream {
-  /** Sends one text message (a string, or its UTF-8 bytes made once for many streams); false when the stream is closed or closing. */
-  send (text: string | Buffer): boolean
   /**
-   * Sends one text message given as its whole frame (`textFrame(payload)`) and its payload: the frame is
-   * written to the socket as it is, or, if ws has a message of its own under way, the payload goes through
-   * ws. False when the stream is closed or closing.
+   * Sends one text message through ws: a string, or its UTF-8 bytes (a Buffer made once and sent to many streams
+   * as it is). False when the stream is closed or closing, or its client was too slow and is being closed.
    */
-  sendFrame (frame: Buffer, payload: Buffer): boolean
+  send (text: string | Buffer): boolean
   close (code: number, reason: string): void
   /** Runs fn once when the socket closes (unsubscribe from the hub here). */
   onClose (fn: () => void): void
@@ -143,13 +124,6 @@ export function openStream (socket: WebSocket, options: StreamOptions = {}): Str
       if (!writable()) return false
       // Bytes go out as a text frame too (ws would otherwise send a Buffer as binary).
       socket.send(text, { binary: false })
-      return true
-    },
-    sendFrame (frame: Buffer, payload: Buffer): boolean {
-      if (!writable()) return false
-      const raw = frameSocket(socket)
-      if (raw !== undefined) raw.write(frame)
-      else socket.send(payload, { binary: false })
       return true
     },
     close,

@@ -1,7 +1,7 @@
 // The per-token request limit of the data API (service-notes "Rate limit";
 // config http.rate_limit_per_second): one counter per access token, shared by
-// every guarded route and by the latest-reading fast lane, in windows of one
-// second that start with a token's first request. Answers carry the standard
+// every guarded route, in windows of one second that start with a token's
+// first request. Answers carry the standard
 // RateLimit-Limit / -Remaining / -Reset headers, and a refused request 429
 // with Retry-After.
 //
@@ -52,14 +52,5 @@ export class TokenRateLimit {
   /** Counts one request of `key` and says whether it is within the limit. */
   take (key: string, now = Date.now()): LimitState {
     return this.counted(this.windowOf(key, now), now)
-  }
-
-  /**
-   * Counts one request of `key` only if it is within the limit; undefined (and nothing counted) when it is not.
-   * For a caller that hands a refused request on to one that will `take` it.
-   */
-  takeIfAllowed (key: string, now = Date.now()): LimitState | undefined {
-    const w = this.windowOf(key, now)
-    return w.count >= this.limit ? undefined : this.counted(w, now)
   }
 }

@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { startTestService } from '../../helpers/service.ts'
 import { call, openWs, refused, wsUrl } from './fetch.ts'
-import { readingFrame } from '../../../api/http/realtime.ts'
+import { readingPayload } from '../../../api/http/realtime.ts'
 import type { StoredReading } from '../../../api/pipeline/reading.ts'
 import WebSocket from 'ws'
 
@@ -40,17 +40,14 @@ t.test('streams readings in json and text modes, query and header auth', async t
   t.equal(await text.next(), '67')
 })
 
-t.test('one reading reaches many viewers as the same text frame, encoded once per mode', async t => {
+t.test('one reading reaches many viewers as text frames, serialized and encoded once per mode', async t => {
   const r: StoredReading = { profile_id: 'p', measured_at: 1_700_000_000_000, heart_rate: 71, source: 'http' }
-  const json = readingFrame(r, 'json')
-  const message = '{"measured_at":1700000000000,"data":{"heart_rate":71}}'
-  t.equal(json.payload.toString(), message)
-  // FIN + text opcode, unmasked length, then the message: the frame a server sends.
-  t.same([...json.frame.subarray(0, 2)], [0x81, message.length])
-  t.equal(json.frame.subarray(2).toString(), message)
-  t.equal(readingFrame(r, 'json'), json, 'the second viewer gets the same bytes, not a new encoding')
-  t.same([...readingFrame(r, 'text_plain_only_heart_rate').frame], [0x81, 2, 0x37, 0x31])
-  t.not(readingFrame({ ...r }, 'json'), json, 'another reading is encoded anew')
+  const json = readingPayload(r, 'json')
+  t.equal(json.toString(), '{"measured_at":1700000000000,"data":{"heart_rate":71}}')
+  t.equal(readingPayload(r, 'json'), json, 'the second viewer is sent the same Buffer, not a new encoding')
+  t.equal(readingPayload(r, 'text_plain_only_heart_rate').toString(), '71')
+  t.equal(readingPayload(r, 'text_plain_only_heart_rate'), readingPayload(r, 'text_plain_only_heart_rate'), 'once per mode')
+  t.not(readingPayload({ ...r }, 'json'), json, 'another reading is encoded anew')
 
   const s = await startTestService(t)
   await s.user('alice')
