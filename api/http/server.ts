@@ -117,6 +117,10 @@ export async function buildServer (services: Services, options: ServerOptions): 
     log.warn('http.admin_remote is on: the admin API and operator pages answer clients on the network, not only on this machine')
   } else {
     app.addHook('onRequest', (request, reply, done) => {
+      // Only a path that can route to /admin or /operator is looked up (request.routeOptions builds an object per
+      // call): one that starts with /ad or /op, or that the router may decode or fold (a %-escape, a double slash).
+      const raw = request.raw.url ?? ''
+      if (!raw.startsWith('/ad') && !raw.startsWith('/op') && !raw.startsWith('//') && !raw.includes('%')) { done(); return }
       if (!isAdminRoute(request.routeOptions.url) || isLoopback(request.raw.socket.remoteAddress)) { done(); return }
       const detail = 'the admin API and operator pages answer on this machine only (loopback); see http.admin_remote'
       if (request.routeOptions.url?.startsWith('/operator') === true) {

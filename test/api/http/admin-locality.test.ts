@@ -59,6 +59,13 @@ t.test('on 0.0.0.0, /admin and /operator refuse a LAN peer and answer loopback',
   t.equal(noToken.status, 403)
   t.equal(JSON.parse(noToken.body).error_code, 9403)
 
+  // A path the router decodes or folds to /admin is refused the same way.
+  for (const path of ['/%61dmin/users', '/%2561dmin/users', '//admin/users']) {
+    const odd = await get(port, path, lan!)
+    t.not(odd.status, 200, `${path} is no way in`)
+    if (odd.status !== 404) t.equal(JSON.parse(odd.body).error_code, 9403, `${path}: refused as /admin`)
+  }
+
   const page = await get(port, '/operator/signin', lan!)
   t.equal(page.status, 403)
   t.match(page.type, /^text\/html/)
