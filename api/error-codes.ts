@@ -3,7 +3,7 @@
 // one of these as its `code` (its message is built from the template here),
 // so that logs and callers name it by a stable code, never by its text.
 // `api` names the API error (api/errors.ts) the error is answered with where
-// it reaches an HTTP client. The README's "Internal error codes" table lists
+// it reaches an HTTP client. The docs/architecture.md "Internal error codes" table lists
 // exactly these (test/errors-codes.test.ts).
 import { errorMessage, type ErrorCodeDef } from '../firmware-protocol/errors.ts'
 import type { ApiErrorName } from './errors.ts'

@@ -4,7 +4,7 @@
 // Codes 7001-7015 and 6001-6004 are the specification's; 9xxx are hr-relay's
 // own for conditions the specification leaves without a code. Only codes the
 // server sends are here; test/api/errors-table.test.ts keeps this table and
-// the README's "Errors" table identical.
+// the docs/api.md "Errors" table identical.
 
 export interface ApiErrorDef { code: number, message: string, status: number }
 

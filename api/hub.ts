@@ -11,7 +11,7 @@ import type { StoredReading } from './pipeline/reading.ts'
 export const ROOM_KINDS = ['heart_rate', 'room_member_updated', 'room_member_removed', 'room_updated'] as const
 export type RoomKind = typeof ROOM_KINDS[number]
 
-/** `config` of room_member_updated (hr-relay's definition; README "Heart-rate API"). */
+/** `config` of room_member_updated (hr-relay's definition; docs/api.md "Heart-rate endpoints"). */
 export interface MemberConfig {
   display_name: string
   /** The member's maximum heart rate (bpm), null when unknown. */

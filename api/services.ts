@@ -7,7 +7,7 @@ import type { ClientStore, DeviceStore, TokenStore, UserStore } from './store/ty
 import type { DataServices } from './data-services.ts'
 
 export interface TokenLifetimes {
-  /** Seconds. Defaults in relay/config.ts (README "Token lifetimes"). */
+  /** Seconds. Defaults in relay/config.ts (docs/api.md "Token lifetimes"). */
   implicit: number
   authorization_code: number
   refresh_token: number

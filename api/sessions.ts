@@ -1,5 +1,5 @@
 // Training sessions and heart-rate variability: pure functions, no I/O
-// (README "hr-relay extensions"). The store reads that feed them are in
+// (docs/api.md "hr-relay extensions"). The store reads that feed them are in
 // api/session-reads.ts.
 //
 // Session: readings of one profile in time order; a gap between two readings

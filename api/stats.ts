@@ -4,7 +4,7 @@
 // (the still-open minute included). An hour's rollup is the merge of its
 // minutes', so the sums are the same whichever buckets cover a stretch.
 //
-// Definitions (README "Heart-rate API"):
+// Definitions (docs/api.md "Heart-rate endpoints"):
 // - max, min, average: over the readings in the range (average = mean of the
 //   readings, not time-weighted), rounded to 0.1 bpm.
 // - streamed_duration_in_seconds: every reading is credited with the time since

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs hr-relay as a systemd service from a checkout that has been built
-# (`npm ci && npm run build`, see README.md "Running on a Raspberry Pi"):
+# (`npm ci && npm run build`, see docs/operator.md "Running on a Raspberry Pi (systemd)"):
 #   - /etc/systemd/system/hr-relay.service (deploy/hr-relay.service, with PREFIX and NODE filled in)
 #   - /etc/hr-relay.json with data_dir /var/lib/hr-relay, unless it exists (never overwritten)
 #   - /usr/local/bin/hr-relay, so that `sudo -u hr-relay hr-relay admin ...` finds the command and the data

@@ -27,7 +27,7 @@ const seg = (s: string | undefined): string => encodeURIComponent(s ?? '')
 
 /**
  * The admin commands the simulator runs, by the words of `hr-relay admin`,
- * each with the request it is on the wire (README "Admin API").
+ * each with the request it is on the wire (docs/operator.md "Users, apps and tokens").
  */
 export const ADMIN_CALLS: Record<string, (args: string[], flags: Flags) => AdminRequest> = {
   'device add': ([deviceId], f) => ({ method: 'POST', path: '/admin/devices', body: { device_id: deviceId, username: f.user, kind: f.kind, name: f.name } }),

@@ -1,6 +1,5 @@
 // `hr-relay sim <ble|serial|mqtt|http>`: simulated straps and devices for
-// hardware testers, app developers and benchmarks. See README "For hardware
-// testers: the simulator".
+// hardware testers, app developers and benchmarks. See docs/operator.md "The simulator, for hardware testers".
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'

@@ -7,7 +7,7 @@
 // prepareDemo(config, log) runs before the relay builds its sources, only when
 // config.demo is true (demo-hooks.ts, wired into `hr-relay start` by bin/).
 // It knows the relay's configuration only by the documented keys it reads
-// and sets (DemoConfig: the file format, README "Configuration"). Each part that cannot start is
+// and sets (DemoConfig: the file format, docs/operator.md "Configuration"). Each part that cannot start is
 // skipped with one info line saying why, never an error:
 //   BLE     a private dbus-daemon (never the machine's system bus) with the
 //           BlueZ emulator on it; DBUS_SYSTEM_BUS_ADDRESS is set to it for

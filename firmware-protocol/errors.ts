@@ -40,7 +40,7 @@ export function isProtocolError (err: unknown): err is ProtocolError {
  * fastify's lib/errors.js: the class that carries the code, its message
  * template (`{name}` placeholders, filled by errorMessage) and, where the
  * error becomes an HTTP answer, the API error it is answered with.
- * The README's "Internal error codes" table lists every entry of every layer
+ * The docs/architecture.md "Internal error codes" table lists every entry of every layer
  * (test/errors-codes.test.ts keeps the two equal).
  */
 export interface ErrorCodeDef {

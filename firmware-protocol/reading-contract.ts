@@ -1,8 +1,8 @@
 // The reading contract: the one set of limits every codec (BLE, serial, MQTT,
 // HTTP write) and the ingest pipeline apply to a heart-rate reading. A value a
 // codec accepts is one the pipeline stores, so a source never acknowledges a
-// reading that is then thrown away (README "QoS semantics"). Pure: no I/O.
-// Documented in README.md ("Heart-rate API", "The reading contract") and
+// reading that is then thrown away (docs/mqtt-and-firmware.md "QoS semantics"). Pure: no I/O.
+// Documented in docs/api.md ("Heart-rate endpoints", "The reading contract") and
 // firmware-protocol/README.md; a test keeps the tables and these numbers equal.
 
 /** Beats per minute. Values <= 0 are accepted and not stored (spec 8.2); device wire formats are unsigned. */
@@ -18,7 +18,7 @@ export const BATTERY_PERCENT = { min: 0, max: 100 } as const
 export const MEASURED_AT = { min: 946_684_800_000, max: 9_999_999_999_999 } as const
 /**
  * Default device clock skew allowance (config data.max_clock_skew_ms): a reading at most this far ahead of the
- * relay's clock is stored at the relay's receive time; one further ahead is refused (README "The reading contract").
+ * relay's clock is stored at the relay's receive time; one further ahead is refused (docs/api.md "The reading contract").
  */
 export const DEFAULT_MAX_CLOCK_SKEW_MS = 30_000
 

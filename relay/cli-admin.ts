@@ -156,8 +156,7 @@ const ANSWER_TIMEOUT_MS = 300_000
 
 /**
  * One request to the running service over node:http. Not fetch: the first fetch in a process loads undici and
- * compiles its WebAssembly HTTP parser, which made every admin command ~0.25 s slower to answer on a 2-core
- * machine (bench/HISTORY.md; more on a Pi).
+ * compiles its WebAssembly HTTP parser, a noticeable delay in every admin command on a small box.
  */
 async function send (url: URL, method: string, authorization: string, json: string | undefined): Promise<{ status: number, text: string }> {
   const { request } = await import('node:http') // here, not at the top: `hr-relay --help` loads this module too

@@ -88,12 +88,11 @@ export const HEAP_GROWING_PERCENT = 50
  * what survived, up to 4x while the heap is small and collections are cheap.
  * Under load the old space fills steadily (what lives longer than a few
  * scavenges: a reading in its group, a frame in a socket's queue; with the
- * unit's 1 MB semi-spaces most of it), so with 2,000 devices and 500 viewers
- * the first full collection after the start came at 120–140 MB of heap for
- * ~45 MB live, and RSS peaked at 200–250 MB before it fell to ~145 MB
- * (bench/README.md, footprint). At a fixed 1.5x the heap stays within
- * ~65 MB and RSS within ~140 MB, for a full collection every few seconds
- * instead of every ten or so (their marking runs beside the main thread).
+ * unit's 1 MB semi-spaces most of it), so under a steady load the first full
+ * collection after the start comes late, at several times the live heap, and
+ * the RSS peaks far above where it settles. At a fixed 1.5x the heap and the
+ * RSS stay near the live size, for more frequent full collections (their
+ * marking runs beside the main thread).
  * `start` sets it a second after the start, just before the settling
  * collection below, so that the start's own allocations run as before (idle
  * RSS unchanged) and the trigger after that collection is the first bounded
@@ -111,15 +110,14 @@ export function boundHeapGrowth (execArgv: readonly string[], setFlags: (flags: 
 const SETTLE_AFTER_MS = 1000
 
 /**
- * Start-up (loading ~900 modules, compiling the schemas, building the route
- * tree) leaves V8's old space about 30 % garbage in half-empty pages: 29 MB
- * committed for ~19 MB live. V8's memory reducer compacts that by itself, but
- * only after 8–16 s of low allocation; this does the same memory-reducing
- * collection once, a second after the start (isolate.LowMemoryNotification(),
- * reached through the in-process inspector, whose HeapProfiler.collectGarbage
- * calls it; ~100 ms of one core, once). Idle RSS 85 → 76 MB
- * (bench/HISTORY.md, footprint). Nothing changes when it cannot run (a Node
- * built without the inspector): it is only the reducer's work done earlier.
+ * Start-up (loading the modules, compiling the schemas, building the route
+ * tree) leaves V8's old space with much garbage in half-empty pages. V8's
+ * memory reducer compacts that by itself, but only after several seconds of
+ * low allocation; this does the same memory-reducing collection once, a
+ * second after the start, through the documented in-process inspector
+ * (HeapProfiler.collectGarbage), which lowers the idle RSS. Nothing changes
+ * when it cannot run (a Node built without the inspector): it is only the
+ * reducer's work done earlier.
  */
 export async function settleHeap (): Promise<void> {
   try {

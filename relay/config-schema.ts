@@ -1,5 +1,5 @@
 // The one JSON Schema of the configuration file (`hr-relay start --config FILE`).
-// Every key has its default next to it; README "Configuration" mirrors this file.
+// Every key has its default next to it; docs/operator.md "Configuration" mirrors this file.
 // Written with TypeBox, so that the Config type (relay/config.ts) is derived
 // from it: a key with a default is present after validation (ajv useDefaults),
 // a key without one is optional. test/relay/config-schema.test.ts keeps the
@@ -99,11 +99,11 @@ export const ConfigSchema = Section({
     min_bpm: Type.Integer({ minimum: 0, maximum: 1000, default: 0, description: 'HRPercent is 0 at or below this' }),
     max_bpm: Type.Integer({ minimum: 1, maximum: 1000, default: 255, description: 'HRPercent is 1 at or above this' }),
     parameter_prefix: Type.String({ pattern: '^/[!-~]*$', default: '/avatar/parameters/' })
-  }), { default: [], description: 'OSC output of a member\'s heart rate to VRChat avatar parameters (README "OSC output"); off when empty' }),
+  }), { default: [], description: 'OSC output of a member\'s heart rate to VRChat avatar parameters (docs/integrations.md "OSC output to VRChat"); off when empty' }),
   home_assistant: Section({
     enabled: Type.Boolean({ default: false }),
     discovery_prefix: Type.String({ pattern: '^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$', default: 'homeassistant', description: "Home Assistant's discovery prefix" })
-  }, { default: {}, description: 'Home Assistant MQTT discovery for members who opted in (README "Home Assistant")' }),
+  }, { default: {}, description: 'Home Assistant MQTT discovery for members who opted in (docs/integrations.md "Home Assistant")' }),
   upstream: Type.Optional(Section({
     url: Type.String({ pattern: '^(mqtts?|wss?|tcp)://' }),
     username: Type.Optional(Type.String()),

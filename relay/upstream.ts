@@ -9,7 +9,7 @@
 // - While the connection is down nothing is sent; mqtt.js retransmits what
 //   was in flight (DUP) after it reconnects. After a restart everything still
 //   in the queue is sent again.
-// - The guarantee (README "The upstream bridge"): at least once. A resend is
+// - The guarantee (docs/integrations.md "Upstream bridge"): at least once. A resend is
 //   byte-identical to the first send (same topic, same payload), and the store
 //   keeps one reading per (profile_id, measured_at), so topic + measured_at is
 //   the key a consumer deduplicates on.

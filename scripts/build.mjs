@@ -6,17 +6,16 @@
 // only while no source is newer).
 // TypeBox (the route and configuration schemas' builder) goes into the build as
 // one module, vendor/typebox.js, bundled by esbuild from node_modules, and the
-// compiled modules import it there: its ES build is ~200 small modules, each a
+// compiled modules import it there: its ES build is some 200 small modules, each a
 // module record, a source string and its scope in V8's heap for the server's
-// whole life; one module takes 1.3 MB less heap and ~2 MB less idle RSS
-// (bench/HISTORY.md, footprint). The same code: only whitespace and syntax are
+// whole life; one module takes less heap and idle RSS. The same code: only whitespace and syntax are
 // minified, no name changes. Without esbuild (it is a development dependency
 // like TypeScript) the imports stay as they are.
 // The command's front (bin/cli.js and the relay/cli*.js modules it imports,
 // what `hr-relay --help` and `hr-relay admin …` load) is then bundled by esbuild
 // into one CommonJS module, dist/bin/cli.cjs, which bin/hr-relay.cjs requires:
-// no ES module loader to set up (~10 ms of a start here) and one module to
-// load instead of seven (Node pays a few milliseconds per module). Its dynamic
+// no ES module loader to set up and one module to load instead of seven
+// (Node pays for each module it loads). Its dynamic
 // imports (the service, the simulator) stay imports of the compiled ES
 // modules, so the service's modules still exist once; nothing outside the
 // front imports a bundled module (test/scripts/build.test.ts checks).

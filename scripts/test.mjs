@@ -8,6 +8,7 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { onSupportedNode } from './supported-node.mjs'
 
 /** The Debian packages the tests need, and why. */
 const needed = [
@@ -24,17 +25,7 @@ const needed = [
  * second tap run in the same folder (a targeted `npx tap test/x.test.ts`) removes .tap/coverage when it starts; the
  * run checks for that below and then reports no figure, which fails the floor with that reason.
  */
-// The suite runs on Node 24 LTS (engines: >=22). On an older node (Debian 12's is 20) it runs itself again under the
-// Node 24 that scripts/node24.sh installs from the npm registry into a cache folder, first on the PATH of every
-// process the suite starts.
-if (Number(process.versions.node.split('.')[0]) < 22) {
-  const found = spawnSync('bash', [fileURLToPath(new URL('./node24.sh', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
-  if (found.status !== 0) { console.error('npm test: no Node 22 or newer, and Node 24 could not be installed'); process.exit(1) }
-  const bin = found.stdout.trim()
-  console.log(`npm test: node ${process.version} is past its end of life; running the suite on ${bin}/node`)
-  const again = spawnSync(`${bin}/node`, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } })
-  process.exit(again.status ?? 1)
-}
+onSupportedNode(import.meta.url, 'npm test')
 console.log(`npm test: node ${process.version}`)
 
 const COVERAGE_FLOOR = Number(process.env.HR_RELAY_COVERAGE_FLOOR ?? 75)

@@ -1,5 +1,5 @@
 // CSV export of a session: a header line, then one line per reading with its
-// RR intervals as stored, separated by `;` (README "hr-relay extensions").
+// RR intervals as stored, separated by `;` (docs/api.md "hr-relay extensions").
 import type { SessionReading } from '../sessions.ts'
 
 export const CSV_HEADER = 'measured_at,heart_rate,rr_intervals_ms'

@@ -1,5 +1,4 @@
-// GET /api/v1/data/heart_rate/history (hr-relay extension, README "hr-relay
-// extensions"): a profile's stored readings in [from, to) (Unix ms), oldest
+// GET /api/v1/data/heart_rate/history (hr-relay extension, docs/api.md "hr-relay extensions"): a profile's stored readings in [from, to) (Unix ms), oldest
 // first, paged with an opaque cursor, at most MAX_RANGE_MS a request.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'

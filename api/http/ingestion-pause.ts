@@ -1,6 +1,6 @@
 // Ingestion pause (hr-relay's definition of the specification's
 // data:ingestion_pause scopes; the deck_ingestion_pause_feature flag is always
-// on; README "Ingestion pause"). GET answers {paused, until}; POST
+// on; docs/api.md "Ingestion pause"). GET answers {paused, until}; POST
 // {"paused": true, "duration_s": n} pauses for n seconds (1..604800), without
 // duration_s until turned off, {"paused": false} resumes. While paused, the
 // member's readings are acknowledged and withheld by the ingest pipeline's

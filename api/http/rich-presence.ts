@@ -1,6 +1,5 @@
 // Chat-app rich-presence configuration (hr-relay's definition of the
-// specification's chatapp:rich_presence:config scopes; README "Rich-presence
-// configuration"). Both routes need the chatapp_rich_presence feature (402
+// specification's chatapp:rich_presence:config scopes; docs/integrations.md "Rich presence"). Both routes need the chatapp_rich_presence feature (402
 // 7007 otherwise, checked before the body is read). Read answers the stored
 // configuration, every key null when none is stored; write replaces the whole
 // object, and a key it leaves out is null. Wrong types, unknown keys and long

@@ -68,7 +68,7 @@ export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: stri
 }
 
 /**
- * A member hidden from room displays (README "Member pages"): their bpm never leaves the box, except on their own
+ * A member hidden from room displays (docs/operator.md "Pages the box serves"): their bpm never leaves the box, except on their own
  * stream; nor does a reading measured while they hid that arrives after they show again (a device's backlog).
  */
 function hiddenFrom (users: Services['users'], message: RoomMessage, viewer: RoomViewer): boolean {

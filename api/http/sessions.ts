@@ -1,5 +1,5 @@
 // GET /api/v1/data/sessions and GET /api/v1/data/sessions/{id}/export
-// (hr-relay extensions, README "hr-relay extensions"). Definitions of a
+// (hr-relay extensions, docs/api.md "hr-relay extensions"). Definitions of a
 // session, its zones and HRV: api/sessions.ts; store reads: api/session-reads.ts.
 import type { FastifyReply } from 'fastify'
 import { Type } from '@sinclair/typebox'

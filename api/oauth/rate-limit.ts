@@ -2,7 +2,7 @@
 // codes, wrong passwords, wrong admin tokens), keyed by session, address,
 // username. Not @fastify/rate-limit: that plugin counts requests under one key
 // each, while these limits count failures under several keys at once and give
-// back the attempts that succeed (README "Rate limits").
+// back the attempts that succeed (docs/api.md "Rate limits").
 //
 // An attempt is reserved before the slow check runs (scrypt, a store read), so
 // a parallel burst cannot slip between "is it blocked?" and "record the

@@ -1,5 +1,5 @@
 // The one reading value every source produces and the ingest pipeline takes.
-// See ../../README.md "Architecture": BLE, serial, MQTT and HTTP all hand this
+// See docs/architecture.md "One process, one pipeline": BLE, serial, MQTT and HTTP all hand this
 // shape to `Ingest.submit`; nothing else writes readings to the store.
 
 export type ReadingSource = 'http' | 'ble' | 'serial' | 'mqtt' | 'sim' | 'ant'
@@ -24,8 +24,8 @@ export interface Reading {
  * Why a reading was not stored. `invalid`: outside the reading contract
  * (firmware-protocol/reading-contract.ts); `out_of_range`: measured_at older
  * than the raw retention or further ahead than data.max_clock_skew_ms
- * (README "The reading contract"); `paused`: its member paused ingestion
- * (README "Ingestion pause").
+ * (docs/api.md "The reading contract"); `paused`: its member paused ingestion
+ * (docs/api.md "Ingestion pause").
  */
 export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile' | 'out_of_range' | 'paused'
 

@@ -116,7 +116,7 @@ function accept (env: ReadingEnv, ctx: ReadingCtx, profileId: string): DropReaso
   const now = env.now()
   const window = env.window(now)
   if (t < window.min || t > window.max) return 'out_of_range'
-  // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (README "The reading contract"),
+  // A device clock ahead by at most max_clock_skew_ms: stored at the relay's receive time (docs/api.md "The reading contract"),
   // and after every reading of this profile that went before it, so that two corrected readings never share a
   // millisecond (one would be dropped as a duplicate after being acknowledged).
   const last = env.lastAccepted.get(profileId)

@@ -1,6 +1,6 @@
 // Game-mod configuration (spec 2.6, 4.5): exactly twelve keys, each nullable.
 // The specification shows only disable_start (boolean) and death_bpm (number);
-// hr-relay defines the rest (README "Heart-rate API"): three booleans, one
+// hr-relay defines the rest (docs/api.md "Heart-rate endpoints"): three booleans, one
 // string (position), eight numbers. Write replaces the whole object.
 import type { Store, Sub } from './db.ts'
 

@@ -176,8 +176,8 @@ export class Readings implements ReadingStore {
 // have lived since its first readings, so V8 keeps them in the old generation;
 // a plan's objects are new. Caching the plan's objects kept every profile's
 // newest latest record and rollups young for about a second (until the next
-// reading), so each scavenge (every ~0.3 s at 2,000 readings/s) copied them and
-// then promoted them: ~0.5 MB of the ~0.8 MB surviving each scavenge. Copying
+// reading), so each scavenge copied them and then promoted them: most of what
+// survived a scavenge under load. Copying
 // the values into the cached objects lets the plan's objects die young. Nothing
 // else holds a cached object: a plan copies what it takes from the cache
 // (readings-plan.ts `known`), and readers format a record at once.

@@ -23,11 +23,11 @@ export interface UserRecord {
   /** Features granted individually (spec 2.7). */
   features: string[]
   created_at: number
-  /** The member hides from room displays (README "Member pages"): until that time (ms), or until turned off (null). */
+  /** The member hides from room displays (docs/operator.md "Pages the box serves"): until that time (ms), or until turned off (null). */
   room_hidden?: RoomHidden
   /** Opted in to Home Assistant MQTT discovery (relay/integrations/home-assistant.ts); absent = off. */
   home_assistant?: boolean
-  /** The member paused ingestion (README "Ingestion pause"): readings are acknowledged, not stored; until that time (ms), or until turned off (null). */
+  /** The member paused ingestion (docs/api.md "Ingestion pause"): readings are acknowledged, not stored; until that time (ms), or until turned off (null). */
   ingestion_paused?: RoomHidden
 }
 

@@ -1,7 +1,6 @@
 // Chat-app rich-presence configuration (scopes chatapp:rich_presence:config:read
 // and :write, feature chatapp_rich_presence; the specification names them but
-// shows no endpoint, so hr-relay defines it: README "Rich-presence
-// configuration"). Five typed keys, each nullable, under the rule of the
+// shows no endpoint, so hr-relay defines it: docs/integrations.md "Rich presence"). Five typed keys, each nullable, under the rule of the
 // game-mod configuration (api/store/gamemod.ts): a write replaces the whole
 // object, and a key it leaves out is stored as null. Null means unset: the
 // chat-app client applies its own default (RICH_PRESENCE_CLIENT_DEFAULTS

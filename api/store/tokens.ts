@@ -91,7 +91,7 @@ export class Tokens implements TokenStore {
 
   /**
    * `lookup` answered from memory only: undefined when the token is not in the cache (then only
-   * `lookup` can tell). For a caller that must not wait (the latest-reading fast lane).
+   * `lookup` can tell). For a caller that must not wait (the latest-reading route answers from it when it can).
    */
   cachedLookup (token: string, now = Date.now()): AccessLookup | undefined {
     if (!plausible(token)) return undefined

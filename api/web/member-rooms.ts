@@ -2,7 +2,7 @@
 // room display for 15 minutes, an hour, or until they turn it off. Stored on
 // the user record (room_hidden); the room streams then drop the member's bpm
 // on the server (api/http/rooms.ts), and each room gets a room_member_updated
-// with config.paused so displays show "paused" at once. README "Member pages".
+// with config.paused so displays show "paused" at once. docs/operator.md "Pages the box serves".
 import type { FastifyInstance } from 'fastify'
 import type { RoomHidden, UserRecord } from '../store/users.ts'
 import { roomHiddenNow } from '../store/users.ts'

@@ -72,7 +72,7 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
       esc(premiumActive(u) ? u.premium.plan : 'none'), esc(u.age ?? ''), esc(u.max_heart_rate ?? ''), esc(u.features.join(', ')), esc(when(u.created_at))
     ])
     const body = `${table('Users', ['Username', 'Profile id', 'Display name', 'Plan', 'Age', 'Max HR', 'Features', 'Created'], rows)}
-<p class="muted">Create users and grant plans with <code>hr-relay admin user add</code> (README "Operator CLI").</p>`
+<p class="muted">Create users and grant plans with <code>hr-relay admin user add</code> (docs/operator.md "Users, apps and tokens").</p>`
     return await sendPage(reply, 200, 'Users', body, operatorNav(session.csrf, '/operator/users'))
   })
 

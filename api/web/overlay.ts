@@ -41,7 +41,7 @@ export interface DisplayMember {
   calories_today_kcal: number
   /** [measured_at, bpm] of the last five minutes, oldest first. */
   trend: Array<[number, number]>
-  /** The member hides from room displays (README "Member pages"): no latest, trend or calories then. */
+  /** The member hides from room displays (docs/operator.md "Pages the box serves"): no latest, trend or calories then. */
   paused: boolean
   /** When the pause ends (ms), null until the member turns it off; null when not paused. */
   paused_until: number | null
@@ -90,7 +90,7 @@ async function displayState (uses: OverlayUses, room: RoomRecord, now: number): 
     const user = await uses.users.get(m.profile_id)
     const max = maxHeartRate(m.max_heart_rate, user?.max_heart_rate, user?.age)
     const paused = uses.users.roomHidden(m.profile_id, now)
-    // Nothing measured while the member hid from displays (README "Member pages"), also after they show again.
+    // Nothing measured while the member hid from displays (docs/operator.md "Pages the box serves"), also after they show again.
     const since = uses.users.roomVisibleSince(m.profile_id, now)
     const last = paused ? undefined : await uses.readings.latest(m.profile_id)
     const latest = last !== undefined && last.measured_at >= since ? last : undefined

@@ -1,7 +1,7 @@
 // The web pages feature (issue 6): static assets (ES modules and CSS under
 // api/web/static, uPlot from node_modules), the public overlays (widget,
 // room display), the signed-in member pages and the operator pages.
-// Registered once in api/http/features.ts. README "Web pages".
+// Registered once in api/http/features.ts. docs/operator.md "Pages the box serves".
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -6,7 +6,7 @@ import { kcal, sums, type Body } from '../stats.ts'
 
 const MINUTE = 60_000
 
-/** Local midnight of the server's time zone (README "Web pages": "today"). */
+/** Local midnight of the server's time zone (docs/operator.md "Pages the box serves": "today"). */
 export function startOfToday (now: number): number {
   const d = new Date(now)
   d.setHours(0, 0, 0, 0)

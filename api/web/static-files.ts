@@ -1,8 +1,8 @@
 // The pages' static assets, served by a route of our own: a flat folder of
 // ES modules and style sheets (api/web/static) and uPlot's two files from
 // node_modules. `@fastify/static` did this before; for 13 small files it
-// loaded a file-serving stack (send, a MIME database, glob) that cost the
-// process 3-4 MB of RSS for its whole life (bench/HISTORY.md, footprint).
+// loaded a file-serving stack (send, a MIME database, glob) that stayed in
+// the process's memory for its whole life.
 //
 // What a browser or OBS gets: the file with its type, Cache-Control max-age,
 // a weak ETag and Last-Modified (a conditional request with a matching

@@ -23,7 +23,7 @@ import { ListenError } from '../listen-error.ts'
 
 /**
  * mqtt-packet (the codec aedes writes every packet with) caches a Buffer for each of the 65,536 two-byte numbers
- * on its first write: 6.4 MB of heap that a relay box keeps for its whole life, to save a 2-byte allocation per
+ * on its first write: megabytes of heap that a relay box keeps for its whole life, to save a 2-byte allocation per
  * packet id. Its documented switch turns that off; set before the broker writes anything.
  */
 writeToStream.cacheNumbers = false

@@ -80,9 +80,8 @@ export class MqttSizeGate {
  * `push` is the method through which a Readable's source hands it bytes (a
  * socket's libuv reads, ws's message handler for a WebSocket stream), so
  * gating it on the instance costs one call per chunk read. The earlier
- * wrapper Duplex cost a second stream on both directions of every connection:
- * ~30 µs of CPU per MQTT reading at 2,000 devices and a few KB per connection
- * (bench/HISTORY.md).
+ * wrapper Duplex cost a second stream on both directions of every connection,
+ * in CPU per reading and in memory per connection.
  */
 export function gateStream<S extends Duplex> (stream: S, maxPacketBytes: number, onRefused: (err: Error) => void): S {
   const gate = new MqttSizeGate(maxPacketBytes)

@@ -52,7 +52,7 @@ export interface OscOutputStatus {
   skipped: number
 }
 
-/** The avatar parameters for one heart rate (README "OSC output"). */
+/** The avatar parameters for one heart rate (docs/integrations.md "OSC output to VRChat"). */
 export function heartRateParameters (bpm: number, min: number, max: number, beat: boolean): Array<[string, OscArg]> {
   const hr = Math.round(bpm)
   const span = max - min

@@ -201,7 +201,7 @@ openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rat
       if (typeof p?.profile_id !== 'string') return true
       const known = tiles.has(p.profile_id)
       const t = tileFor({ profile_id: p.profile_id, display_name: p.config?.display_name, zones: p.config?.zones })
-      // config.paused: the member hid from room displays, or came back (README "Member pages").
+      // config.paused: the member hid from room displays, or came back (docs/operator.md "Pages the box serves").
       if (p.config?.paused === true) paused(t)
       else if (p.config?.paused === false && t.member.paused) { t.member.paused = false; stale(t) }
       // The server resolves the maximum heart rate (config, user, age, default) and today's calories.
