@@ -43,8 +43,6 @@ interface StrapState extends Required<Pick<SimStrap, 'deviceNumber' | 'transmiss
   previousEventTime: number
   beatCount: number
   messages: number
-  /** Sends pages while true; false while the strap is out of range. */
-  inRange: boolean
   timer: NodeJS.Timeout | undefined
 }
 
@@ -132,7 +130,6 @@ export class AntStickSim {
       previousEventTime: eventTimeAt(now, epoch),
       beatCount: 0,
       messages: 0,
-      inRange: true,
       timer: undefined
     }
     this.straps.set(strap.deviceNumber, s)
@@ -149,15 +146,6 @@ export class AntStickSim {
     let at = s.lastBeatAt < now - 2000 ? now : s.lastBeatAt
     for (const rr of rrIntervalsMs) { at += rr; s.due.push(at) }
     s.lastBeatAt = at
-  }
-
-  /** A strap walks out of range (false) or comes back (true). */
-  setInRange (deviceNumber: number, inRange: boolean): void {
-    this.strap(deviceNumber).inRange = inRange
-  }
-
-  setRssi (deviceNumber: number, rssi: number): void {
-    this.strap(deviceNumber).rssi = rssi
   }
 
   private strap (deviceNumber: number): StrapState {
@@ -186,7 +174,7 @@ export class AntStickSim {
       s.eventTime = eventTimeAt(at, s.epoch)
       s.beatCount = (s.beatCount + 1) & 0xff
     }
-    if (!s.inRange || !this.receiving || this.port === undefined || s.heartRate === 0) return
+    if (!this.receiving || this.port === undefined || s.heartRate === 0) return
     const n = s.messages++
     // Pages: data page 4 with the toggle bit flipping every four messages; every 65th message starts four of a
     // background page (1, 2, 3 and 7 in turn).

@@ -112,15 +112,6 @@ export class AntSource implements Source {
 
   status (): SourceStatus { return { ...this.current } }
 
-  /** The straps heard now, by device id, with their signal strength (for /health and the operator's list). */
-  heard (): Array<{ device_id: string, rssi?: number, battery_percent?: number }> {
-    return [...this.straps.entries()].filter(([, s]) => s.connected).map(([n, s]) => ({
-      device_id: antDeviceId(n),
-      ...(s.rssi === undefined ? {} : { rssi: s.rssi }),
-      ...(s.beats.batteryPercent === undefined ? {} : { battery_percent: s.beats.batteryPercent })
-    }))
-  }
-
   async start (signal: AbortSignal, sink: SourceSink): Promise<void> {
     if (this.started) throw new Error(`${this.id} already started`)
     this.started = true
