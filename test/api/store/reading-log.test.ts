@@ -24,6 +24,11 @@ readingLogConformance(t, async () => {
     // JSON cannot encode a BigInt: abstract-level refuses the whole batch before LevelDB sees any of it.
     refused: key => ({ type: 'put', sublevel: sub(), key, value: 1n }) satisfies BatchOp,
     get: async key => await sub().get(key),
+    async getConsistent (keys) {
+      const db = open().sub<string>('conformance')
+      const snapshot = open().db.snapshot()
+      try { return await db.getMany(keys, { snapshot }) } finally { await snapshot.close() }
+    },
     async close () { await store?.close(); store = undefined },
     async reopen () { await store?.close(); store = await Store.open(dir) },
     async destroy () { await store?.close(); store = undefined; await rm(dir, { recursive: true, force: true }) }
