@@ -122,13 +122,18 @@ export function lingeringClose (socket: Socket): void {
 /** The responses of each connection that are not finished, from the server's 'request' events. */
 const responses = new WeakMap<Socket, Set<ServerResponse>>()
 
-/** Keeps `responses` for the server's connections, for clientErrorHandler (`answering`). */
-export function watchResponses (server: Server): void {
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+/**
+ * One 'request' listener for every answer of the server: sets `x-content-type-options: nosniff` on the response
+ * (Node merges it with the headers Fastify writes), and keeps `responses` for clientErrorHandler (`answering`).
+ */
+export function prepareResponses (server: Server): void {
+  // Before Fastify's own listener, which may answer at once.
+  server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    response.setHeader('x-content-type-options', 'nosniff')
     const socket = request.socket
     let open = responses.get(socket)
     if (open === undefined) responses.set(socket, open = new Set())
-    for (const r of open) if (r.writableFinished) open.delete(r)
+    else for (const r of open) if (r.writableFinished) open.delete(r)
     open.add(response)
   })
 }

@@ -1,13 +1,13 @@
 // The Fastify server: one error handler that produces the specification's
 // JSON error bodies, the shared plugins, and the feature plugins in order.
-import Fastify, { LogController, type FastifyReply, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
+import Fastify, { LogController, type FastifyReply, type FastifyRequest, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import formbody from '@fastify/formbody'
 import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
 import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
-import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, watchResponses, type ConnectionLimits } from './connections.ts'
+import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 
 export interface ServerOptions {
@@ -86,9 +86,11 @@ export async function buildServer (services: Services, options: ServerOptions): 
   app.setChildLoggerFactory(logger => logger)
 
   limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
-  watchResponses(app.server)
+  // x-content-type-options: nosniff on every answer, and what clientErrorHandler needs to know of each connection.
+  prepareResponses(app.server)
 
   app.setErrorHandler(async (error: FastifyError | ApiError | OAuthError, request, reply) => {
+    await bodyRead(request)
     if (error instanceof OAuthError) {
       return await reply.code(error.status).headers({ 'cache-control': 'no-store', pragma: 'no-cache', ...error.headers }).send(error.body())
     }
@@ -99,17 +101,20 @@ export async function buildServer (services: Services, options: ServerOptions): 
     else request.log.debug({ code: apiError.code, url: request.routeOptions.url }, 'request refused')
     return await reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.body())
   })
-  app.setNotFoundHandler(async (_request, reply) => {
+  app.setNotFoundHandler(async (request, reply) => {
+    await bodyRead(request)
     const e = new ApiError('not_found')
     return await reply.code(e.status).send(e.body())
   })
 
-  // Callback style: this runs on every answer, and an async hook costs a promise each time.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-content-type-options', 'nosniff')
-    // Answered before the body was read (413, a refusal): the rest is read first, so that the client reads this.
+  // An answer ready before the request's body was read (a refusal, 413, 415): the rest of the body is read
+  // first, so that the client, still uploading, reads the answer. The error and not-found handlers wait for it;
+  // routes whose method carries a body get it as an onSend hook (below); GET and HEAD answers need none, so the
+  // hook costs them nothing.
+  const readBodyFirst = (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void => {
     afterBody(request.raw, () => { done(null, payload) })
-  })
+  }
+  const bodyRead = async (request: FastifyRequest): Promise<void> => { await new Promise<void>(resolve => { afterBody(request.raw, resolve) }) }
 
   // The admin API stays on the box: /admin and /operator answer loopback peers only (the socket's own address,
   // never a forwarded header), before the admin token is looked at, unless http.admin_remote says otherwise.
@@ -130,6 +135,13 @@ export async function buildServer (services: Services, options: ServerOptions): 
       done(new ApiError('forbidden', { detail }))
     })
   }
+
+  app.addHook('onRoute', route => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method]
+    if (methods.every(m => m === 'GET' || m === 'HEAD')) return
+    const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend]
+    route.onSend = [...own, readBodyFirst] as typeof route.onSend
+  })
 
   // A WebSocket route asked without an Upgrade is 426 with the JSON error body (after its own checks, so a
   // missing token is still 403/401). The handler given with `websocket: true` becomes the wsHandler.

@@ -10,6 +10,7 @@ import { startTestService, type TestService } from '../../helpers/service.ts'
 
 const LATEST = '/api/v1/data/heart_rate/latest'
 const JSON_TYPE = 'content-type: application/json; charset=utf-8'
+// Set on the response before Fastify writes its own headers, so it comes first.
 const NOSNIFF = 'x-content-type-options: nosniff'
 
 interface Req { path: string, headers?: string[], method?: string }
@@ -108,12 +109,12 @@ t.test('a poll\'s answer, byte for byte: the token from the store, then from the
     { path: LATEST, headers: [auth] } // connection: close
   ])
   const json = (remaining: number, connection: string[]): string[] =>
-    ['HTTP/1.1 200 OK', ...limitLines(100, remaining), JSON_TYPE, NOSNIFF, `content-length: ${body.length}`, 'Date: <now>', ...connection]
+    ['HTTP/1.1 200 OK', NOSNIFF, ...limitLines(100, remaining), JSON_TYPE, `content-length: ${body.length}`, 'Date: <now>', ...connection]
   t.same(answers.map(a => withoutDate(t, a, sentAt)), [
     json(99, keepAlive),
     json(98, keepAlive),
     json(97, keepAlive),
-    ['HTTP/1.1 200 OK', ...limitLines(100, 96), 'content-type: text/plain; charset=UTF-8', NOSNIFF, 'content-length: 2', 'Date: <now>', ...keepAlive],
+    ['HTTP/1.1 200 OK', NOSNIFF, ...limitLines(100, 96), 'content-type: text/plain; charset=UTF-8', 'content-length: 2', 'Date: <now>', ...keepAlive],
     json(95, ['Connection: close'])
   ])
   t.same(answers.map(a => a.body), [body, body, body, '81', body])
@@ -138,8 +139,8 @@ t.test('with the rate limit off, no RateLimit headers', async t => {
   const sentAt = Date.now()
   const answers = await exchange(s.url, [{ path: LATEST, headers: [auth] }, { path: LATEST, headers: [auth] }])
   t.same(answers.map(a => withoutDate(t, a, sentAt)), [
-    ['HTTP/1.1 200 OK', JSON_TYPE, NOSNIFF, `content-length: ${body.length}`, 'Date: <now>', ...keepAlive],
-    ['HTTP/1.1 200 OK', JSON_TYPE, NOSNIFF, `content-length: ${body.length}`, 'Date: <now>', 'Connection: close']
+    ['HTTP/1.1 200 OK', NOSNIFF, JSON_TYPE, `content-length: ${body.length}`, 'Date: <now>', ...keepAlive],
+    ['HTTP/1.1 200 OK', NOSNIFF, JSON_TYPE, `content-length: ${body.length}`, 'Date: <now>', 'Connection: close']
   ])
   t.same(answers.map(a => a.body), [body, body])
 })
@@ -154,9 +155,9 @@ t.test('past the limit: 429 with Retry-After, before the reading is read, on the
   const answers = await exchange(s.url, [{ path: LATEST, headers: [auth] }, { path: LATEST, headers: [auth] }, { path: LATEST, headers: [auth] }])
   const limited = '{"error_code":9429,"error_message":"too_many_requests"}'
   t.same(answers.map(a => withoutDate(t, a, sentAt)), [
-    ['HTTP/1.1 200 OK', ...limitLines(3, 1), JSON_TYPE, NOSNIFF, `content-length: ${body.length}`, 'Date: <now>', ...keepAlive],
-    ['HTTP/1.1 200 OK', ...limitLines(3, 0), JSON_TYPE, NOSNIFF, `content-length: ${body.length}`, 'Date: <now>', ...keepAlive],
-    ['HTTP/1.1 429 Too Many Requests', ...limitLines(3, 0), 'retry-after: 1', JSON_TYPE, NOSNIFF, `content-length: ${limited.length}`, 'Date: <now>', 'Connection: close']
+    ['HTTP/1.1 200 OK', NOSNIFF, ...limitLines(3, 1), JSON_TYPE, `content-length: ${body.length}`, 'Date: <now>', ...keepAlive],
+    ['HTTP/1.1 200 OK', NOSNIFF, ...limitLines(3, 0), JSON_TYPE, `content-length: ${body.length}`, 'Date: <now>', ...keepAlive],
+    ['HTTP/1.1 429 Too Many Requests', NOSNIFF, ...limitLines(3, 0), 'retry-after: 1', JSON_TYPE, `content-length: ${limited.length}`, 'Date: <now>', 'Connection: close']
   ])
   t.same(answers.map(a => a.body), [body, body, limited])
 })
@@ -185,7 +186,7 @@ t.test('refusals and errors: the status and the JSON body, from the store and ag
     const sentAt = Date.now()
     const [answer] = await exchange(s.url, [request])
     if (answer === undefined) { t.fail(what); continue }
-    t.same(withoutDate(t, answer, sentAt), [status, JSON_TYPE, NOSNIFF, `content-length: ${expected.length}`, 'Date: <now>', 'Connection: close'], what)
+    t.same(withoutDate(t, answer, sentAt), [status, NOSNIFF, JSON_TYPE, `content-length: ${expected.length}`, 'Date: <now>', 'Connection: close'], what)
     t.equal(answer.body, expected, what)
   }
 
@@ -193,7 +194,7 @@ t.test('refusals and errors: the status and the JSON body, from the store and ag
     const sentAt = Date.now()
     const [answer] = await exchange(s.url, [{ path: LATEST, headers: [auth], method: 'HEAD' }])
     if (answer === undefined) throw new Error('no answer')
-    t.same(withoutDate(t, answer, sentAt), ['HTTP/1.1 200 OK', JSON_TYPE, NOSNIFF, `content-length: ${body.length}`, 'Date: <now>', 'Connection: close'])
+    t.same(withoutDate(t, answer, sentAt), ['HTTP/1.1 200 OK', NOSNIFF, JSON_TYPE, `content-length: ${body.length}`, 'Date: <now>', 'Connection: close'])
     t.equal(answer.body, '')
   })
 
@@ -232,6 +233,6 @@ t.test('a store that fails to read the latest reading: 500 6002', async t => {
   const [answer] = await exchange(s.url, [{ path: LATEST, headers: [auth] }])
   if (answer === undefined) throw new Error('no answer')
   const expected = '{"error_code":6002,"error_message":"error_retrieving_latest_heart_rate"}'
-  t.same(withoutDate(t, answer, sentAt), ['HTTP/1.1 500 Internal Server Error', JSON_TYPE, NOSNIFF, `content-length: ${expected.length}`, 'Date: <now>', 'Connection: close'])
+  t.same(withoutDate(t, answer, sentAt), ['HTTP/1.1 500 Internal Server Error', NOSNIFF, JSON_TYPE, `content-length: ${expected.length}`, 'Date: <now>', 'Connection: close'])
   t.equal(answer.body, expected)
 })
