@@ -3,7 +3,10 @@
 // is answered so that the client can read its answer, and the JSON answer to
 // errors Node's parser raises before a request exists (431, 408, 400).
 // Only documented APIs of node:http and node:net are used.
-import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+// Types only: an ES module import of node:http's values makes Node build its ESM facade, which reads every
+// export, the lazy WebSocket ones too, and so loads the bundled undici that nothing here uses
+// (nodejs/node#59686); the three reason phrases rawAnswer needs are below.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import { ApiError, type ApiErrorName } from '../errors.ts'
@@ -149,11 +152,14 @@ function answering (socket: Socket): boolean {
   return false
 }
 
+/** The reason phrases of the raw answers (RFC 9110 15.5). */
+const REASONS: Readonly<Record<number, string>> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
+
 /** The raw HTTP answer with the API's JSON error body, for errors raised before Fastify has a request. */
 function rawAnswer (name: ApiErrorName): string {
   const e = new ApiError(name)
   const body = JSON.stringify(e.body())
-  return `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
+  return `HTTP/1.1 ${e.status} ${REASONS[e.status] ?? ''}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
     `content-length: ${Buffer.byteLength(body)}\r\nx-content-type-options: nosniff\r\n\r\n${body}`
 }
 
