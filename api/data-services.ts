@@ -11,7 +11,7 @@ import { Widgets } from './store/widgets.ts'
 import { GameMod } from './store/gamemod.ts'
 import { Rooms } from './store/rooms.ts'
 import { Hub } from './hub.ts'
-import { Pipeline, type ResolveOwner } from './pipeline/ingest.ts'
+import { Pipeline, type ConsentPolicy, type ResolveOwner } from './pipeline/ingest.ts'
 
 export interface DataServices {
   readings: ReadingStore
@@ -35,6 +35,8 @@ export interface DataServicesOptions {
   maxClockSkewMs?: number
   /** Where the pipeline writes groups of readings (default: the store's reading log; the service passes it timed). */
   readingLog?: ReadingLog
+  /** privacy.require_consent / privacy.notice_version (default: consent not required). */
+  consent?: ConsentPolicy
 }
 
 export async function buildDataServices (o: DataServicesOptions): Promise<DataServices> {
@@ -53,7 +55,8 @@ export async function buildDataServices (o: DataServicesOptions): Promise<DataSe
     log: o.log.child({ component: 'ingest' }),
     ...(o.resolveOwner === undefined ? {} : { resolveOwner: o.resolveOwner }),
     ...(o.pruneIntervalMs === undefined ? {} : { pruneIntervalMs: o.pruneIntervalMs }),
-    ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs })
+    ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs }),
+    ...(o.consent === undefined ? {} : { consent: o.consent })
   })
   pipeline.start()
   return { readings, pipeline, hub, widgets: new Widgets(o.store), gameMod: new GameMod(o.store), rooms }

@@ -32,6 +32,7 @@ export const API_ERRORS = {
   payload_too_large: { code: 9413, message: 'payload_too_large', status: 413 },
   rate_limited: { code: 9429, message: 'too_many_requests', status: 429 },
   forbidden: { code: 9403, message: 'forbidden', status: 403 },
+  consent_required: { code: 9451, message: 'consent_required', status: 403 },
   conflict: { code: 9409, message: 'conflict', status: 409 },
   request_timeout: { code: 9408, message: 'request_timeout', status: 408 },
   upgrade_required: { code: 9426, message: 'upgrade_required', status: 426 },

@@ -30,6 +30,15 @@ export interface ApiConfig {
   data: { rawRetentionDays: number, rollupRetentionDays: number, streamGapSeconds: number, sessionGapSeconds: number }
   /** WebSocket streams (api/http/stream-socket.ts): ping period and the send-buffer bound of a slow client. */
   streams?: { pingIntervalMs?: number, maxBufferedBytes?: number }
+  /** privacy.*: whether readings need the member's consent, the notice's version and its text (default: not required, version "1"). */
+  privacy?: PrivacyConfig
+}
+
+export interface PrivacyConfig {
+  requireConsent: boolean
+  noticeVersion: string
+  /** The operator's notice, read from privacy.notice_file at start; undefined when none is configured. */
+  noticeText?: string
 }
 
 export interface HealthEntry { id: string, state: string, detail?: string, connected?: number }

@@ -5,9 +5,11 @@ import { addAdminCommands } from './cli-admin.ts'
 import { ROOM_COMMANDS } from './cli-rooms.ts'
 import { DEVICE_COMMANDS } from './cli-devices.ts'
 import { INTEGRATION_COMMANDS } from './cli-integrations.ts'
+import { PRIVACY_COMMANDS } from './cli-privacy.ts'
 
 addAdminCommands(ROOM_COMMANDS)
 addAdminCommands(DEVICE_COMMANDS)
 addAdminCommands(INTEGRATION_COMMANDS)
+addAdminCommands(PRIVACY_COMMANDS)
 
 export { main, SUBCOMMANDS, START_HOOKS }

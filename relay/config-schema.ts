@@ -104,6 +104,11 @@ export const ConfigSchema = Section({
     enabled: Type.Boolean({ default: false }),
     discovery_prefix: Type.String({ pattern: '^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$', default: 'homeassistant', description: "Home Assistant's discovery prefix" })
   }, { default: {}, description: 'Home Assistant MQTT discovery for members who opted in (docs/integrations.md "Home Assistant")' }),
+  privacy: Section({
+    require_consent: Type.Boolean({ default: false, description: 'readings of a member without consent to the current notice are refused (HTTP 403, no PUBACK, not stored)' }),
+    notice_version: Type.String({ minLength: 1, maxLength: 64, pattern: '^[!-~]+$', default: '1', description: 'the version of the privacy notice members consent to; a new version asks every member again' }),
+    notice_file: Type.Optional(Type.String({ minLength: 1, description: 'the operator\'s own notice (plain text or Markdown), shown on /me where members accept it' }))
+  }, { default: {}, description: 'Members\' consent to the processing of their heart rate (docs/operator.md "Privacy and security for gyms")' }),
   upstream: Type.Optional(Section({
     url: Type.String({ pattern: '^(mqtts?|wss?|tcp)://' }),
     username: Type.Optional(Type.String()),

@@ -29,6 +29,7 @@ import { UpstreamBridge } from './upstream.ts'
 import { ListenError } from './listen-error.ts'
 import { Integrations } from '../api/store/integrations.ts'
 import { adminIntegrationsPlugin } from '../api/http/admin-integrations.ts'
+import { privacyConfig } from './privacy.ts'
 import { HomeAssistant } from './integrations/home-assistant.ts'
 
 export interface RunningService {
@@ -96,6 +97,8 @@ export async function startService (config: Config, options: { logger?: Logger, 
   const dataDir = resolve(config.data_dir)
   // Permission and path problems name the path ("permission denied: /var/lib/hr-relay/db").
   try { await mkdir(dataDir, { recursive: true, mode: 0o700 }) } catch (err) { throw dataDirError(dataDir, err) }
+  // The notice is read before the store opens: an unreadable one stops the start with nothing to undo.
+  const privacy = await privacyConfig(config)
   const store = await Store.open(dataDir)
   const stack: Array<() => Promise<void>> = [async () => { await store.close() }]
   const ignored = IGNORED_DATA_KEYS.filter(key => config.data[key] !== undefined).map(key => `data.${key}`)
@@ -134,7 +137,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
       healthSources.push(() => [upstream.health()])
     }
     // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
-    const data = await buildDataServices({ store, readingLog: instrumentReadingLog(store.readingLog, metrics), users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, resolveOwner: deviceId => devices.ownerOf(deviceId) })
+    const data = await buildDataServices({ store, readingLog: instrumentReadingLog(store.readingLog, metrics), users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, consent: { required: privacy.requireConsent, noticeVersion: privacy.noticeVersion }, resolveOwner: deviceId => devices.ownerOf(deviceId) })
     stack.push(async () => { await data.pipeline.stop() })
     const offStored = data.hub.subscribeAll(r => {
       metrics.readingStored(r.source)
@@ -176,7 +179,8 @@ export async function startService (config: Config, options: { logger?: Logger, 
           rollupRetentionDays: config.data.rollup_retention_days,
           streamGapSeconds: config.data.stream_gap_seconds,
           sessionGapSeconds: config.data.session_gap_seconds
-        }
+        },
+        privacy
       }
     }
 

@@ -50,6 +50,7 @@ export const dataPlugin: FastifyPluginAsyncTypebox<DataUses> = async (app, uses)
     } catch (err) {
       throw new ApiError('unexpected', { cause: err })
     }
+    if (isRefused(result) && result.reason === 'no_consent') throw new ApiError('consent_required', { detail: 'the member has not consented to the current privacy notice: accept it on /me' })
     if (isRefused(result)) throw new ApiError('invalid_request', { detail: `reading not stored: ${result.reason}` })
     return {}
   })

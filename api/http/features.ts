@@ -19,6 +19,7 @@ import { ingestionPausePlugin } from './ingestion-pause.ts'
 import { roomsPlugin } from './rooms.ts'
 import { adminRoomsPlugin } from './admin-rooms.ts'
 import { adminDevicesPlugin } from './admin-devices.ts'
+import { adminPrivacyPlugin } from './admin-privacy.ts'
 import { oauthPlugin } from '../oauth/plugin.ts'
 import { webPlugin } from '../web/pages.ts'
 
@@ -38,6 +39,7 @@ export const apiFeatures: Array<FastifyPluginAsync<Services>> = [
   roomsPlugin,
   adminRoomsPlugin,
   adminDevicesPlugin,
+  adminPrivacyPlugin,
   oauthPlugin,
   webPlugin
 ]

@@ -52,7 +52,12 @@ export interface PipelineOptions {
   maxGroup?: number
   /** Background pruning period (default 10 minutes; 0 turns the timer off). */
   pruneIntervalMs?: number
+  /** privacy.require_consent and privacy.notice_version: readings of members without consent are refused. */
+  consent?: ConsentPolicy
 }
+
+/** Whether readings need their member's consent to the privacy notice, and to which version of it. */
+export interface ConsentPolicy { required: boolean, noticeVersion: string }
 
 /** How a reading's promise is settled. */
 type Settle = Pick<Pending, 'resolve' | 'reject'>
@@ -97,7 +102,8 @@ export class Pipeline implements Ingest {
       window: now => measuredAtWindow({ now, rawRetentionDays: o.retention.rawDays, ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs }) }),
       counters: this.counters,
       knownProfiles: new Set(),
-      lastAccepted: new Map()
+      lastAccepted: new Map(),
+      consentRequired: () => o.consent?.required === true ? o.consent.noticeVersion : undefined
     }
     this.groupEnv = { readingLog: o.readingLog, readings: o.readings, hub: o.hub, counters: this.counters, log: o.log }
   }

@@ -25,11 +25,12 @@ export interface Reading {
  * (firmware-protocol/reading-contract.ts); `out_of_range`: measured_at older
  * than the raw retention or further ahead than data.max_clock_skew_ms
  * (docs/api.md "The reading contract"); `paused`: its member paused ingestion
- * (docs/api.md "Ingestion pause").
+ * (docs/api.md "Ingestion pause"); `no_consent`: consent is required
+ * (privacy.require_consent) and its member has none for the current notice.
  */
-export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile' | 'out_of_range' | 'paused'
+export type DropReason = 'non_positive' | 'unpaired' | 'duplicate' | 'invalid' | 'unknown_profile' | 'out_of_range' | 'paused' | 'no_consent'
 
-export const DROP_REASONS: readonly DropReason[] = ['non_positive', 'unpaired', 'duplicate', 'invalid', 'unknown_profile', 'out_of_range', 'paused']
+export const DROP_REASONS: readonly DropReason[] = ['non_positive', 'unpaired', 'duplicate', 'invalid', 'unknown_profile', 'out_of_range', 'paused', 'no_consent']
 
 /**
  * The drops a source may still acknowledge (HTTP 200, MQTT PUBACK): a heart

@@ -1,6 +1,6 @@
 // The ingest pipeline's named steps, each a small function, in the manner of
 // aedes' `publishFuncsQoS`. READING_STEPS run in order for every reading:
-//   validate → resolveOwner → paused → filter
+//   validate → resolveOwner → consent → paused → filter
 // and any of them may drop it with a reason. The readings that pass are
 // gathered into groups by the writer (api/pipeline/ingest.ts), which runs the
 // group steps on each group, one group at a time and in order:
@@ -29,8 +29,15 @@ export interface IngestCounters {
   failed_groups: number
 }
 
-/** Checks that a profile exists (Users.get) and, synchronously from memory, whether its ingestion is paused. */
-export interface ProfileCheck { get (profileId: string): Promise<unknown>, ingestionPaused? (profileId: string, now: number): boolean }
+/**
+ * Checks that a profile exists (Users.get) and, synchronously from memory, whether its ingestion is paused and
+ * which notice version its consent in force is for.
+ */
+export interface ProfileCheck {
+  get (profileId: string): Promise<unknown>
+  ingestionPaused? (profileId: string, now: number): boolean
+  consentVersion? (profileId: string): string | undefined
+}
 
 /** What the reading steps read and update: the pipeline's collaborators and its per-profile state. */
 export interface ReadingEnv {
@@ -44,6 +51,8 @@ export interface ReadingEnv {
   knownProfiles: Set<string>
   /** The latest measured_at accepted per profile (one number per member), for clock-skew correction. */
   lastAccepted: Map<string, number>
+  /** privacy.require_consent: the notice version a member must have consented to, or undefined (not required). */
+  consentRequired: () => string | undefined
 }
 
 /** One reading on its way through the reading steps. */
@@ -75,6 +84,18 @@ export function resolveOwner (env: ReadingEnv, ctx: ReadingCtx): Promise<undefin
   const owner = env.resolveOwner(r.device_id)
   if (!(owner instanceof Promise)) { if (owner !== undefined) ctx.profileId = owner; return undefined }
   return owner.then(o => { if (o !== undefined) ctx.profileId = o; return undefined })
+}
+
+/**
+ * consent: while consent is required, a member without consent in force for the current notice version: the
+ * reading is refused (not acknowledged, not stored, not published). A reading of 0 bpm keeps its own answer.
+ */
+export function consent (env: ReadingEnv, ctx: ReadingCtx): DropReason | undefined {
+  const profileId = ctx.profileId
+  if (profileId === undefined || ctx.reading.heart_rate <= 0) return undefined
+  const version = env.consentRequired()
+  if (version === undefined) return undefined
+  return env.users.consentVersion?.(profileId) === version ? undefined : 'no_consent'
 }
 
 /**
@@ -136,7 +157,7 @@ function accept (env: ReadingEnv, ctx: ReadingCtx, profileId: string): DropReaso
 }
 
 /** The reading steps, in the order they run. */
-export const READING_STEPS: readonly ReadingStep[] = [validate, resolveOwner, paused, filter]
+export const READING_STEPS: readonly ReadingStep[] = [validate, resolveOwner, consent, paused, filter]
 
 /** What the group steps use. */
 export interface GroupEnv { readingLog: ReadingLog, readings: ReadingStore, hub: Hub, counters: IngestCounters, log?: Logger | undefined }

@@ -29,7 +29,15 @@ export interface UserRecord {
   home_assistant?: boolean
   /** The member paused ingestion (docs/api.md "Ingestion pause"): readings are acknowledged, not stored; until that time (ms), or until turned off (null). */
   ingestion_paused?: RoomHidden
+  /** Every consent to the privacy notice the member gave, oldest first (docs/operator.md "Privacy and security for gyms"). */
+  consents?: ConsentRecord[]
 }
+
+/** How a consent was given: by the member on /me, or recorded by an operator from a paper form. */
+export type ConsentHow = 'member' | 'operator'
+
+/** One consent: the notice version, when and how it was given, and when it was withdrawn (if it was). */
+export interface ConsentRecord { version: string, given_at: number, how: ConsentHow, withdrawn_at?: number }
 
 /** A pause since a time (ms), until a time or until turned off (null): room_hidden and ingestion_paused. */
 export interface RoomHidden { since: number, until: number | null }

@@ -9,7 +9,7 @@ import type { ReadingSource, StoredReading } from '../pipeline/reading.ts'
 import type { Rollup } from './rollups.ts'
 import type {
   AccessLookup, AddedDevice, ClientRecord, DeviceRecord, DeviceState, IssuedTokens, IssueRequest, LatestRecord, NewClient,
-  NewDevice, NewUser, RawReading, RefreshResult, Sighting, UserRecord
+  ConsentHow, NewDevice, NewUser, RawReading, RefreshResult, Sighting, UserRecord
 } from './records.ts'
 
 export type * from './records.ts'
@@ -112,6 +112,10 @@ export interface UserStore {
   roomVisibleSince (profileId: string, now?: number): number
   ingestionPaused (profileId: string, now?: number): boolean
   ingestionPause (profileId: string, now?: number): { paused: boolean, until: number | null }
+  /** The notice version of the member's consent in force (synchronous), undefined when none. */
+  consentVersion (profileId: string): string | undefined
+  giveConsent (profileId: string, version: string, how: ConsentHow, now?: number): Promise<UserRecord | undefined>
+  withdrawConsent (profileId: string, now?: number): Promise<UserRecord | undefined>
   get (profileId: string): Promise<UserRecord | undefined>
   byUsername (username: string): Promise<UserRecord | undefined>
   /** Checks a password in constant time; an unknown user costs the same as a wrong password. */

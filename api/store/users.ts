@@ -4,9 +4,9 @@ import { dummyVerify, hashSecret, newId, verifySecret } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 
-import type { NewUser, PremiumPlan, RoomHidden, UserRecord } from './records.ts'
+import type { ConsentHow, NewUser, PremiumPlan, RoomHidden, UserRecord } from './records.ts'
 import type { UserStore } from './types.ts'
-export type { NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
+export type { ConsentHow, ConsentRecord, NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
 
 export const PREMIUM_PLANS: readonly PremiumPlan[] = ['none', 'trial', 'subscription', 'lifetime']
 
@@ -29,6 +29,12 @@ export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash'> {
   return rest
 }
 
+/** The member's consent in force: the last one given, unless it was withdrawn. */
+export function activeConsent (u: UserRecord): NonNullable<UserRecord['consents']>[number] | undefined {
+  const last = u.consents?.[u.consents.length - 1]
+  return last === undefined || last.withdrawn_at !== undefined ? undefined : last
+}
+
 export function roomHiddenNow (hidden: RoomHidden | undefined, now = Date.now()): boolean {
   return hidden !== undefined && (hidden.until === null || hidden.until > now)
 }
@@ -42,6 +48,8 @@ export class Users implements UserStore {
   private readonly hidden = new Map<string, RoomHidden>()
   /** ingestion_paused of every user that has one, in memory: the ingest pipeline checks it for each reading. */
   private readonly paused = new Map<string, RoomHidden>()
+  /** The notice version of every member's consent in force (given, not withdrawn), in memory: the pipeline asks per reading. */
+  private readonly consented = new Map<string, string>()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<UserRecord>('users')
@@ -86,6 +94,7 @@ export class Users implements UserStore {
   async loadRoomHidden (): Promise<void> {
     this.hidden.clear()
     this.paused.clear()
+    this.consented.clear()
     for await (const u of this.byId.values()) this.index(u)
   }
 
@@ -94,6 +103,37 @@ export class Users implements UserStore {
     else this.hidden.set(u.profile_id, u.room_hidden)
     if (u.ingestion_paused === undefined) this.paused.delete(u.profile_id)
     else this.paused.set(u.profile_id, u.ingestion_paused)
+    const consent = activeConsent(u)
+    if (consent === undefined) this.consented.delete(u.profile_id)
+    else this.consented.set(u.profile_id, consent.version)
+  }
+
+  /** The notice version the member consented to and has not withdrawn (synchronous; see loadRoomHidden). */
+  consentVersion (profileId: string): string | undefined {
+    return this.consented.get(profileId)
+  }
+
+  /**
+   * Records the member's consent to notice `version`, given `how`. A consent already in force for the same version
+   * is kept as it was; one in force for another version is replaced (it ends when the new one starts).
+   */
+  async giveConsent (profileId: string, version: string, how: ConsentHow, now = Date.now()): Promise<UserRecord | undefined> {
+    return await this.update(profileId, u => {
+      const active = activeConsent(u)
+      if (active?.version === version) return u
+      if (active !== undefined) active.withdrawn_at = now
+      u.consents = [...(u.consents ?? []), { version, given_at: now, how }]
+      return u
+    })
+  }
+
+  /** Withdraws the consent in force, if any (nothing is deleted: erasure is separate). */
+  async withdrawConsent (profileId: string, now = Date.now()): Promise<UserRecord | undefined> {
+    return await this.update(profileId, u => {
+      const active = activeConsent(u)
+      if (active !== undefined) active.withdrawn_at = now
+      return u
+    })
   }
 
   /**

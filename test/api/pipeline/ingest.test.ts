@@ -118,7 +118,7 @@ t.test('drop reasons and counters', async t => {
   t.same(await pipeline.submit({ profile_id: 'alice', measured_at: NOW, heart_rate: 71, source: 'ble' }), { status: 'dropped', reason: 'duplicate' })
   t.same(pipeline.counters, {
     received: 13, stored: 1, batches: 2, failed_groups: 0, clock_skew_corrected: {},
-    dropped: { non_positive: 2, unpaired: 1, duplicate: 1, invalid: 5, unknown_profile: 1, out_of_range: 2, paused: 0 }
+    dropped: { non_positive: 2, unpaired: 1, duplicate: 1, invalid: 5, unknown_profile: 1, out_of_range: 2, paused: 0, no_consent: 0 }
   })
   const stored = []
   for await (const r of readings.range('alice', 0, NOW)) stored.push(r)

@@ -1,0 +1,68 @@
+// Admin API for members' consent (operator CLI: `hr-relay admin user consent`):
+//   PUT    /admin/users/:username/consent {version?} → {username, consent} : a consent recorded by the operator
+//          (a paper form), to the given notice version or the current one (privacy.notice_version)
+//   DELETE /admin/users/:username/consent            → {username, consent: null} : the consent in force withdrawn
+// `consent` is the consent in force: {version, given_at, how}, or null.
+import { Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { ApiError } from '../errors.ts'
+import { checkAdmin, type AdminUses } from './admin.ts'
+import { Params } from './schema.ts'
+import { activeConsent, type UserRecord } from '../store/users.ts'
+import type { Services } from '../services.ts'
+
+export type AdminPrivacyUses = AdminUses & Pick<Services, 'users'>
+
+/** The current notice version: privacy.notice_version (default "1"). */
+export function noticeVersion (uses: Pick<Services, 'config'>): string {
+  return uses.config.privacy?.noticeVersion ?? '1'
+}
+
+const ConsentBody = {
+  type: ['object', 'null'],
+  properties: { version: { type: 'string' }, given_at: { type: 'number' }, how: { type: 'string' } }
+} as const
+
+function answer (user: UserRecord): { username: string, consent: { version: string, given_at: number, how: string } | null } {
+  const c = activeConsent(user)
+  return { username: user.username, consent: c === undefined ? null : { version: c.version, given_at: c.given_at, how: c.how } }
+}
+
+export const adminPrivacyPlugin: FastifyPluginAsyncTypebox<AdminPrivacyUses> = async (app, uses) => {
+  const { users } = uses
+  await app.register(async scope => {
+    const admin = scope.withTypeProvider<TypeBoxTypeProvider>()
+    admin.addHook('onRequest', async (request, reply) => { checkAdmin(uses, request, reply) })
+
+    const member = async (username: string): Promise<UserRecord> => {
+      const user = await users.byUsername(username)
+      if (user === undefined) throw new ApiError('not_found', { detail: `no user ${username}` })
+      return user
+    }
+    const response = { 200: { type: 'object', properties: { username: { type: 'string' }, consent: ConsentBody } } }
+
+    admin.put('/admin/users/:username/consent', {
+      schema: {
+        params: Params({ username: Type.String() }),
+        body: Type.Object({ version: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[!-~]+$' })) }, { additionalProperties: false }),
+        response
+      }
+    }, async request => {
+      const user = await member(request.params.username)
+      const updated = await users.giveConsent(user.profile_id, request.body.version ?? noticeVersion(uses), 'operator')
+      if (updated === undefined) throw new ApiError('not_found', { detail: `no user ${request.params.username}` })
+      request.log.info({ profile_id: user.profile_id }, 'consent recorded by the operator')
+      return answer(updated)
+    })
+
+    admin.delete('/admin/users/:username/consent', {
+      schema: { params: Params({ username: Type.String() }), response }
+    }, async request => {
+      const user = await member(request.params.username)
+      const updated = await users.withdrawConsent(user.profile_id)
+      if (updated === undefined) throw new ApiError('not_found', { detail: `no user ${request.params.username}` })
+      request.log.info({ profile_id: user.profile_id }, 'consent withdrawn by the operator')
+      return answer(updated)
+    })
+  })
+}

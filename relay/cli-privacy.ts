@@ -1,0 +1,29 @@
+// `hr-relay admin user consent <username> [--version V] | --withdraw`, over the admin API
+// (api/http/admin-privacy.ts): a consent the member gave on paper, recorded by the operator.
+import { CliError, type AdminCommand } from './cli-admin.ts'
+
+const seg = (s: string): string => encodeURIComponent(s)
+
+function consentLine (r: { username?: string, consent?: { version: string, given_at: number, how: string } | null }): string {
+  const c = r.consent
+  return c == null
+    ? `${String(r.username)}: no consent in force`
+    : `${String(r.username)}: consent to notice version ${c.version}, ${c.how === 'operator' ? 'recorded by operator' : 'given on /me'} at ${new Date(c.given_at).toISOString()}`
+}
+
+export const PRIVACY_COMMANDS: AdminCommand[] = [
+  {
+    words: ['user', 'consent'],
+    usage: 'user consent <username> [--version V] | --withdraw',
+    args: ['username'],
+    options: { version: { type: 'string' }, withdraw: { type: 'boolean' } },
+    request: ([username], f) => {
+      if (f.withdraw === true) {
+        if (f.version !== undefined) throw new CliError('--withdraw takes no --version', 2)
+        return { method: 'DELETE', path: `/admin/users/${seg(username!)}/consent` }
+      }
+      return { method: 'PUT', path: `/admin/users/${seg(username!)}/consent`, body: typeof f.version === 'string' ? { version: f.version } : {} }
+    },
+    human: consentLine
+  }
+]
