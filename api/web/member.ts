@@ -18,10 +18,11 @@ import { widgetRoutes, type MemberWidgetsUses } from './member-widgets.ts'
 import { memberSessionRoutes, sessionsSection, type MemberSessionsUses } from './member-sessions.ts'
 import { roomVisibilityBlock, roomVisibilityRoutes, type AnnounceUses } from './member-rooms.ts'
 import { homeAssistantRoutes, homeAssistantSection } from './member-home-assistant.ts'
+import { consentBlock, consentRoutes } from './member-consent.ts'
 import type { Services } from '../services.ts'
 
 /** What the member pages use: the home page's readings, statistics and apps, and what each member page module names. */
-export type MemberUses = PageGuardUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients'>
+export type MemberUses = PageGuardUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config'>
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -59,6 +60,7 @@ Latest reading: ${latest === undefined ? 'none yet' : `<strong id="latest-bpm">$
 <div id="chart" class="chart" role="img" aria-labelledby="chart-title" data-source="/me/readings/today"></div>
 <p id="chart-status" class="muted" role="status">Loading…</p>
 ${roomVisibilityBlock(user, session.csrf)}
+${consentBlock(uses, user, session.csrf)}
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
 ${await sessionsSection(uses, user.profile_id)}
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
@@ -87,4 +89,5 @@ ${homeAssistantSection(user, session.csrf)}`
   await gameModRoutes(app, uses)
   await roomVisibilityRoutes(app, uses)
   await homeAssistantRoutes(app, uses)
+  await consentRoutes(app, uses)
 }

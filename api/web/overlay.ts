@@ -10,6 +10,7 @@ import type { RoomRecord } from '../store/rooms.ts'
 import { esc, jsonBlock, sendHtml } from './html.ts'
 import { caloriesSince, startOfToday, trend } from './readings-view.ts'
 import { maxHeartRate } from './zones.ts'
+import { consentMissing } from './member-consent.ts'
 import { Params } from '../http/schema.ts'
 import type { Services } from '../services.ts'
 import { compareMembers, DEFAULT_BOUNDS, ORDERS, trendPoints, zoneOf, ZONE_NAMES } from './static/zones.js'
@@ -17,7 +18,7 @@ import { compareMembers, DEFAULT_BOUNDS, ORDERS, trendPoints, zoneOf, ZONE_NAMES
 const ID = Type.String({ minLength: 1, maxLength: 100 })
 
 /** What the overlays use: widgets, rooms, and the members' accounts and readings (room display state). */
-export type OverlayUses = Pick<Services, 'widgets' | 'rooms' | 'users' | 'readings'>
+export type OverlayUses = Pick<Services, 'widgets' | 'rooms' | 'users' | 'readings' | 'config'>
 
 function overlayPage (title: string, css: string, body: string, script: string | null, htmlClass = ''): string {
   return `<!doctype html>
@@ -87,6 +88,8 @@ async function displayState (uses: OverlayUses, room: RoomRecord, now: number): 
   const midnight = startOfToday(now)
   const members: DisplayMember[] = []
   for (const m of room.members) {
+    // A member without the consent the box requires is not shown at all.
+    if (consentMissing(uses, m.profile_id)) continue
     const user = await uses.users.get(m.profile_id)
     const max = maxHeartRate(m.max_heart_rate, user?.max_heart_rate, user?.age)
     const paused = uses.users.roomHidden(m.profile_id, now)
