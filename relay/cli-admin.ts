@@ -19,7 +19,13 @@ export class CliError extends Error {
 }
 
 type Flags = Record<string, string | boolean | string[] | undefined>
-interface Request { method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT', path: string, body?: unknown }
+interface Request {
+  method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT'
+  path: string
+  body?: unknown
+  /** A successful answer's body is written to this file (a download), through a temporary file renamed at the end. */
+  saveTo?: string
+}
 
 export interface AdminCommand {
   /** e.g. ['user', 'add'] */
@@ -158,12 +164,16 @@ const ANSWER_TIMEOUT_MS = 300_000
  * One request to the running service over node:http. Not fetch: the first fetch in a process loads undici and
  * compiles its WebAssembly HTTP parser, a noticeable delay in every admin command on a small box.
  */
-async function send (url: URL, method: string, authorization: string, json: string | undefined): Promise<{ status: number, text: string }> {
+async function send (url: URL, method: string, authorization: string, json: string | undefined, saveTo?: string): Promise<{ status: number, text: string }> {
   const { request } = await import('node:http') // here, not at the top: `hr-relay --help` loads this module too
   return await new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization }
     if (json !== undefined) { headers['content-type'] = 'application/json'; headers['content-length'] = String(Buffer.byteLength(json)) }
     const req = request(url, { method, headers }, res => {
+      if (saveTo !== undefined && res.statusCode === 200) {
+        download(res, saveTo).then(bytes => { resolve({ status: 200, text: JSON.stringify({ file: saveTo, bytes }) }) }, reject)
+        return
+      }
       const chunks: Buffer[] = []
       res.on('data', (chunk: Buffer) => { chunks.push(chunk) })
       res.on('end', () => { resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }) })
@@ -173,6 +183,28 @@ async function send (url: URL, method: string, authorization: string, json: stri
     req.on('error', reject)
     req.end(json)
   })
+}
+
+/**
+ * Writes a download to `file`: into `file.partial` (mode 0600: it may hold health data), renamed over `file` once
+ * the whole body arrived, so that an interrupted download never leaves a half-written file under the name.
+ */
+async function download (res: import('node:http').IncomingMessage, file: string): Promise<number> {
+  const { createWriteStream } = await import('node:fs')
+  const { rename, rm } = await import('node:fs/promises')
+  const { pipeline } = await import('node:stream/promises')
+  const partial = `${file}.partial`
+  let bytes = 0
+  res.on('data', (chunk: Buffer) => { bytes += chunk.length })
+  try {
+    await pipeline(res, createWriteStream(partial, { mode: 0o600 }))
+    if (!res.complete) throw new Error('the service closed the connection before the end of the download')
+    await rename(partial, file)
+  } catch (err) {
+    await rm(partial, { force: true })
+    throw err
+  }
+  return bytes
 }
 
 /** Runs `hr-relay admin <argv...>`; returns the text to print. */
@@ -201,7 +233,7 @@ export async function runAdmin (argv: string[]): Promise<{ json: boolean, output
   const { info, token } = await serverFor(typeof flags['data-dir'] === 'string' ? flags['data-dir'] : process.env.HR_RELAY_DATA_DIR ?? './data')
   let res: { status: number, text: string }
   try {
-    res = await send(new URL(req.path, info.url), req.method, `Bearer ${token}`, req.body === undefined ? undefined : JSON.stringify(req.body))
+    res = await send(new URL(req.path, info.url), req.method, `Bearer ${token}`, req.body === undefined ? undefined : JSON.stringify(req.body), req.saveTo)
   } catch (err) {
     throw new CliError(`cannot reach hr-relay at ${info.url}: ${(err as Error).message} (is it running?)`)
   }

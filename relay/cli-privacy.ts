@@ -25,5 +25,16 @@ export const PRIVACY_COMMANDS: AdminCommand[] = [
       return { method: 'PUT', path: `/admin/users/${seg(username!)}/consent`, body: typeof f.version === 'string' ? { version: f.version } : {} }
     },
     human: consentLine
+  },
+  {
+    words: ['user', 'export'],
+    usage: 'user export <username> --out FILE',
+    args: ['username'],
+    options: { out: { type: 'string' } },
+    request: ([username], f) => {
+      if (typeof f.out !== 'string' || f.out === '') throw new CliError('--out FILE is required (the ZIP to write)', 2)
+      return { method: 'GET', path: `/admin/users/${seg(username!)}/export`, saveTo: f.out }
+    },
+    human: (r: { file: string, bytes: number }) => `wrote ${r.file} (${r.bytes} bytes): profile.json, readings.csv, sessions/, configuration.json, consents.json, apps.json`
   }
 ]

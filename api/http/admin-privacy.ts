@@ -2,6 +2,8 @@
 //   PUT    /admin/users/:username/consent {version?} → {username, consent} : a consent recorded by the operator
 //          (a paper form), to the given notice version or the current one (privacy.notice_version)
 //   DELETE /admin/users/:username/consent            → {username, consent: null} : the consent in force withdrawn
+//   GET    /admin/users/:username/export             → 200 application/zip: the member's data export
+//          (api/export/member-export.ts), streamed
 // `consent` is the consent in force: {version, given_at, how}, or null.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -10,8 +12,9 @@ import { checkAdmin, type AdminUses } from './admin.ts'
 import { Params } from './schema.ts'
 import { activeConsent, type UserRecord } from '../store/users.ts'
 import type { Services } from '../services.ts'
+import { sendMemberExport, type MemberExportUses } from '../export/send-export.ts'
 
-export type AdminPrivacyUses = AdminUses & Pick<Services, 'users'>
+export type AdminPrivacyUses = AdminUses & MemberExportUses
 
 /** The current notice version: privacy.notice_version (default "1"). */
 export function noticeVersion (uses: Pick<Services, 'config'>): string {
@@ -53,6 +56,12 @@ export const adminPrivacyPlugin: FastifyPluginAsyncTypebox<AdminPrivacyUses> = a
       if (updated === undefined) throw new ApiError('not_found', { detail: `no user ${request.params.username}` })
       request.log.info({ profile_id: user.profile_id }, 'consent recorded by the operator')
       return answer(updated)
+    })
+
+    admin.get('/admin/users/:username/export', { schema: { params: Params({ username: Type.String() }) } }, async (request, reply) => {
+      const user = await member(request.params.username)
+      request.log.info({ profile_id: user.profile_id }, 'data export by the operator')
+      return await sendMemberExport(uses, reply, user)
     })
 
     admin.delete('/admin/users/:username/consent', {

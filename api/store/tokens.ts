@@ -236,4 +236,26 @@ export class Tokens implements TokenStore {
     }
     return [...out]
   }
+
+  /**
+   * What each app the user granted access to holds now: the scopes of its live access tokens and when the newest
+   * of them was issued (token use is not recorded). For the member's data export.
+   */
+  async grantsOf (profileId: string, now = Date.now()): Promise<Array<{ client_id: string, scopes: string[], last_issued_at: number | null }>> {
+    const byClient = new Map<string, { scopes: Set<string>, last: number | null }>()
+    const prefix = `${profileId}!`
+    for await (const key of this.grants.keys({ gt: prefix, lt: `${prefix}\xff` })) {
+      const [client, family] = key.slice(prefix.length).split('!')
+      if (client === undefined || family === undefined) continue
+      const entry = byClient.get(client) ?? { scopes: new Set<string>(), last: null }
+      byClient.set(client, entry)
+      for await (const k of this.byFamily.keys({ gt: `${family}!a!`, lt: `${family}!a!\xff` })) {
+        const rec = await this.access.get(k.slice(`${family}!a!`.length))
+        if (rec === undefined || rec.expires_at <= now) continue
+        for (const s of rec.scopes) entry.scopes.add(s)
+        entry.last = Math.max(entry.last ?? 0, rec.created_at)
+      }
+    }
+    return [...byClient].map(([client_id, e]) => ({ client_id, scopes: [...e.scopes].sort(), last_issued_at: e.last }))
+  }
 }

@@ -177,6 +177,7 @@ export interface TokenStore {
   revokeFamily (family: string): Promise<number>
   revokeGrant (profileId: string, clientId: string): Promise<number>
   grantedClients (profileId: string): Promise<string[]>
+  grantsOf (profileId: string, now?: number): Promise<Array<{ client_id: string, scopes: string[], last_issued_at: number | null }>>
 }
 
 /**

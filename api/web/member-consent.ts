@@ -8,8 +8,9 @@ import type { Services } from '../services.ts'
 import { esc, postForm, when } from './html.ts'
 import { checkedForm, memberOf, one, type PageGuardUses } from './guard.ts'
 import { errorPage } from '../oauth/pages.ts'
+import { sendMemberExport, type MemberExportUses } from '../export/send-export.ts'
 
-export type ConsentUses = PageGuardUses
+export type ConsentUses = PageGuardUses & MemberExportUses
 
 /** Whether the box requires consent and the member has none for the current notice version: left off room displays too. */
 export function consentMissing (uses: Pick<Services, 'config' | 'users'>, profileId: string): boolean {
@@ -34,10 +35,19 @@ export function consentBlock (uses: Pick<Services, 'config'>, user: UserRecord, 
     ? postForm('/me/consent', csrf, '<input type="hidden" name="consent" value="withdraw"><button type="submit" class="danger">Withdraw my consent</button>')
     : postForm('/me/consent', csrf, `<input type="hidden" name="consent" value="accept"><input type="hidden" name="version" value="${esc(version)}"><button type="submit">I accept the privacy notice</button>`)
   return `<section id="privacy" aria-labelledby="privacy-title"><h2 id="privacy-title">Privacy</h2>${notice}
-<p id="consent-status" role="status">${status}</p>${form}<p class="muted">Withdrawing deletes nothing: ask the gym to delete your data.</p></section>`
+<p id="consent-status" role="status">${status}</p>${form}<p class="muted">Withdrawing deletes nothing: ask the gym to delete your data.</p>
+<p><a id="export-link" href="/me/export" download>Download all my data</a> (a ZIP: profile, every reading, sessions as FIT files, settings, consents, apps)</p></section>`
 }
 
 export async function consentRoutes (app: FastifyInstance, uses: ConsentUses): Promise<void> {
+  // The member's own export (a download: no side effect, readable only by the signed-in member).
+  app.get('/me/export', async (request, reply) => {
+    const who = await memberOf(uses, request, reply, '/me')
+    if (who === null) return reply
+    request.log.info({ profile_id: who.user.profile_id }, 'data export by the member')
+    return await sendMemberExport(uses, reply, who.user)
+  })
+
   app.post('/me/consent', async (request, reply) => {
     const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply

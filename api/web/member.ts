@@ -22,7 +22,7 @@ import { consentBlock, consentRoutes } from './member-consent.ts'
 import type { Services } from '../services.ts'
 
 /** What the member pages use: the home page's readings, statistics and apps, and what each member page module names. */
-export type MemberUses = PageGuardUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config'>
+export type MemberUses = PageGuardUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config' | 'store' | 'devices'>
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }

@@ -29,7 +29,7 @@ const EXCLUDED: Record<string, string[]> = {
   'the member pages (HTML and their forms)': [
     'GET /me', 'GET /me/readings/today', 'POST /me/room-visibility', 'GET /me/widgets', 'POST /me/widgets',
     'POST /me/widgets/:widget_id', 'POST /me/widgets/:widget_id/delete', 'GET /me/sessions/:id/export',
-    'GET /me/game-mod', 'POST /me/game-mod', 'POST /me/home-assistant'
+    'GET /me/game-mod', 'POST /me/game-mod', 'POST /me/home-assistant', 'POST /me/consent', 'GET /me/export'
   ],
   'the operator pages (HTML and their forms)': [
     'GET /operator', 'GET /operator/signin', 'POST /operator/signin', 'POST /operator/signout', 'GET /operator/users',
