@@ -12,7 +12,7 @@ import { Users } from '../api/store/users.ts'
 import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
 import { adminTokenDigest, appAuth, newAdminToken } from '../api/auth-port.ts'
-import { buildServer } from '../api/http/server.ts'
+import { buildServer, startRedirect, stopRedirect } from '../api/http/server.ts'
 import { buildDataServices } from '../api/data-services.ts'
 import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
@@ -31,7 +31,6 @@ import { Integrations } from '../api/store/integrations.ts'
 import { adminIntegrationsPlugin } from '../api/http/admin-integrations.ts'
 import { HomeAssistant } from './integrations/home-assistant.ts'
 import { loadTlsFiles } from './tls.ts'
-import { startRedirect, stopRedirect } from '../api/http/redirect.ts'
 
 export interface RunningService {
   config: Config

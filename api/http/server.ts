@@ -10,6 +10,9 @@ import { registerOpenApi } from './openapi.ts'
 import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 
+// http.redirect_port's listener, built by the composition root beside the server.
+export { startRedirect, stopRedirect } from './redirect.ts'
+
 export interface ServerOptions {
   /** Largest request body accepted (bytes). */
   bodyLimit?: number
