@@ -3,6 +3,7 @@
 // server records its address in <data-dir>/server.json.
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import type { RequestOptions } from 'node:http'
 import type { ServerInfo } from './main.ts'
 
 /** The file relay/main.ts writes once it listens (its serverInfoFile); not imported from there, which loads the whole service. */
@@ -164,12 +165,14 @@ const ANSWER_TIMEOUT_MS = 300_000
  * One request to the running service over node:http. Not fetch: the first fetch in a process loads undici and
  * compiles its WebAssembly HTTP parser, a noticeable delay in every admin command on a small box.
  */
-async function send (url: URL, method: string, authorization: string, json: string | undefined, saveTo?: string): Promise<{ status: number, text: string }> {
-  const { request } = await import('node:http') // here, not at the top: `hr-relay --help` loads this module too
+async function send (url: URL, method: string, authorization: string, json: string | undefined, pin?: string, saveTo?: string): Promise<{ status: number, text: string }> {
+  // here, not at the top: `hr-relay --help` loads this module too
+  const { request } = url.protocol === 'https:' ? process.getBuiltinModule('node:https') : await import('node:http')
   return await new Promise((resolve, reject) => {
     const headers: Record<string, string> = { authorization }
     if (json !== undefined) { headers['content-type'] = 'application/json'; headers['content-length'] = String(Buffer.byteLength(json)) }
-    const req = request(url, { method, headers }, res => {
+    const options = url.protocol === 'https:' ? { method, headers, createConnection: pinnedConnection(url, pin) } : { method, headers }
+    const req = request(url, options, res => {
       if (saveTo !== undefined && res.statusCode === 200) {
         download(res, saveTo).then(bytes => { resolve({ status: 200, text: JSON.stringify({ file: saveTo, bytes }) }) }, reject)
         return
@@ -207,6 +210,30 @@ async function download (res: import('node:http').IncomingMessage, file: string)
   return bytes
 }
 
+/**
+ * With http.tls the service serves a certificate for the names members use, not for loopback, and perhaps one no
+ * CA vouches for (self-signed): the CLI trusts exactly the certificate whose SHA-256 fingerprint the service wrote
+ * in server.json (beside the admin token, in the data directory), and sends the token only after the handshake
+ * showed it.
+ */
+function pinnedConnection (url: URL, pin: string | undefined): NonNullable<RequestOptions['createConnection']> {
+  return (_options, done) => {
+    const tls = process.getBuiltinModule('node:tls')
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1')
+    const socket = tls.connect({ host, port: Number(url.port === '' ? 443 : url.port), rejectUnauthorized: false, ...(host.includes(':') || /^[\d.]+$/.test(host) ? {} : { servername: host }) })
+    const failed = (err: Error): void => { done(err, socket) }
+    socket.once('error', failed)
+    socket.once('secureConnect', () => {
+      socket.off('error', failed)
+      const shown = socket.getPeerCertificate().fingerprint256
+      if (pin !== undefined && shown === pin) { done(null, socket); return }
+      socket.destroy()
+      done(new Error(`the certificate it shows (SHA-256 ${shown}) is not the one recorded in server.json${pin === undefined ? ' (none recorded)' : ''}`), socket)
+    })
+    return undefined
+  }
+}
+
 /** Runs `hr-relay admin <argv...>`; returns the text to print. */
 export async function runAdmin (argv: string[]): Promise<{ json: boolean, output: string }> {
   const json = argv.includes('--json')
@@ -233,7 +260,7 @@ export async function runAdmin (argv: string[]): Promise<{ json: boolean, output
   const { info, token } = await serverFor(typeof flags['data-dir'] === 'string' ? flags['data-dir'] : process.env.HR_RELAY_DATA_DIR ?? './data')
   let res: { status: number, text: string }
   try {
-    res = await send(new URL(req.path, info.url), req.method, `Bearer ${token}`, req.body === undefined ? undefined : JSON.stringify(req.body), req.saveTo)
+    res = await send(new URL(req.path, info.url), req.method, `Bearer ${token}`, req.body === undefined ? undefined : JSON.stringify(req.body), info.tls_fingerprint256, req.saveTo)
   } catch (err) {
     throw new CliError(`cannot reach hr-relay at ${info.url}: ${(err as Error).message} (is it running?)`)
   }

@@ -5,11 +5,15 @@ import { parseArgs } from 'node:util'
 import { CliError, adminUsage, runAdmin } from './cli-admin.ts'
 import type { ServiceHooks } from './main.ts'
 
+/** `hr-relay admin tls ...` (relay/cli-tls.ts, loaded when run). */
+export const TLS_USAGE = 'tls self-signed --hostname NAME [--ip ADDR ...] [--days N] [--force] [--data-dir DIR] [--json]'
+
 /** Built when printed: other folders register admin commands and subcommands at load time. */
 function usage (): string {
   return `usage:
   hr-relay start [--config FILE] [--data-dir DIR] [--host H] [--http-port N] [--mqtt-port N] [--no-demo]
 ${adminUsage()}
+  hr-relay admin ${TLS_USAGE}
   hr-relay sim --help
 `
 }
@@ -132,6 +136,17 @@ export async function settleHeap (): Promise<void> {
   } catch {}
 }
 
+/** `hr-relay admin tls ...`: its module is loaded only here; its refusals become CliErrors. */
+async function runTls (argv: string[]): Promise<string> {
+  const { runTls, TlsCommandError } = await import('./cli-tls.ts')
+  try {
+    return await runTls(argv, TLS_USAGE)
+  } catch (err) {
+    if (err instanceof TlsCommandError) throw new CliError(err.message, err.exitCode)
+    throw err
+  }
+}
+
 /** The error when it is a configuration or store error (their modules load only here, after a failure; `start` has them loaded already). */
 async function isOperatorError (err: unknown): Promise<Error | undefined> {
   const [{ ConfigError }, { DataDirError, StoreLockedError, StoreOpenError }, { ListenError }] = await Promise.all([import('./config.ts'), import('../api/store/db.ts'), import('./listen-error.ts')])
@@ -145,6 +160,8 @@ export async function main (argv: string[], io: CliStreams = { stdout: process.s
       case 'start': return await start(rest, io)
       case 'admin': {
         if (rest.length === 0 || rest[0] === '--help' || rest[0] === '-h') { io.stdout.write(usage()); return rest.length === 0 ? 2 : 0 }
+        // A key and certificate for TLS on the LAN: made here, without the service.
+        if (rest[0] === 'tls') { io.stdout.write(await runTls(rest.slice(1)) + '\n'); return 0 }
         const { output } = await runAdmin(rest)
         io.stdout.write(output + '\n')
         return 0

@@ -22,6 +22,14 @@ function Section<P extends TProperties> (properties: P, options: ObjectOptions =
   return (needed.length > 0 ? { ...schema, required: needed } : schema) as TObject<P>
 }
 
+/** A certificate and its private key, PEM files (http.tls, mqtt.tls). */
+function TlsFiles (options: ObjectOptions = {}) {
+  return Section({
+    cert_file: Type.String({ minLength: 1, description: 'PEM certificate (the server\'s first, then any intermediates)' }),
+    key_file: Type.String({ minLength: 1, description: 'PEM private key of that certificate, not encrypted; readable by the service only' })
+  }, options)
+}
+
 export const ConfigSchema = Section({
   data_dir: Type.String({ minLength: 1, default: './data', description: 'LevelDB data, admin token and server address' }),
   log_level: Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
@@ -37,7 +45,10 @@ export const ConfigSchema = Section({
     request_timeout_ms: Type.Integer({ minimum: 100, maximum: 3600000, default: 30000, description: 'a request (headers and body) not complete by then is answered 408 and closed; at least headers_timeout_ms' }),
     keep_alive_timeout_ms: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'an idle keep-alive connection is closed after this' }),
     max_connections_per_address: Type.Integer({ minimum: 0, default: 256, description: 'open connections (WebSockets included) from one non-loopback address; more are closed at once; 0: no limit' }),
-    max_connections_loopback: Type.Integer({ minimum: 0, default: 4096, description: 'the same limit for each loopback address (kiosk browser, CLI, a reverse proxy); 0: no limit' })
+    max_connections_loopback: Type.Integer({ minimum: 0, default: 4096, description: 'the same limit for each loopback address (kiosk browser, CLI, a reverse proxy); 0: no limit' }),
+    // TLS on the LAN (docs/operator.md "TLS on the gym network").
+    tls: Type.Optional(TlsFiles({ description: 'serve the API, the pages and every WebSocket over HTTPS and WSS on http.port; off when absent' })),
+    redirect_port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'with http.tls: a plain HTTP port whose every request is answered 308 to the same path on https' }))
   }, { default: {} }),
   oauth: Section({
     implicit_expires_in: Type.Integer({ minimum: 60, default: 90000 }),
@@ -66,7 +77,14 @@ export const ConfigSchema = Section({
     websocket_path: Type.String({ default: '/mqtt' }),
     max_packet_bytes: Type.Integer({ minimum: 256, maximum: 1048576, default: 8192 }),
     connect_timeout_ms: Type.Integer({ minimum: 100, default: 10000 }),
-    keepalive_limit_s: Type.Integer({ minimum: 0, default: 300 })
+    keepalive_limit_s: Type.Integer({ minimum: 0, default: 300 }),
+    // MQTT over TLS (docs/operator.md "TLS on the gym network").
+    plain: Type.Boolean({ default: true, description: 'listen for plain MQTT on mqtt.port; false: TLS (mqtt.tls) and WebSocket only' }),
+    tls: Type.Optional(Section({
+      port: Type.Integer({ minimum: 0, maximum: 65535, default: 8883 }),
+      cert_file: TlsFiles().properties.cert_file,
+      key_file: TlsFiles().properties.key_file
+    }, { description: 'serve MQTT over TLS (mqtts) on its own port; off when absent' }))
   }, { default: {} }),
   ble: Section({
     enabled: Type.Boolean({ default: true }),

@@ -41,7 +41,20 @@ export function validateConfig (input: unknown, source = 'configuration'): Confi
   // A rule JSON Schema cannot state: HRPercent divides by max_bpm - min_bpm.
   const ranges = config.osc.flatMap((o, i) => o.min_bpm < o.max_bpm ? [] : [`osc.${i}: min_bpm must be below max_bpm`])
   if (ranges.length > 0) throw new ConfigError(source, ranges)
+  const tls = tlsRules(config)
+  if (tls.length > 0) throw new ConfigError(source, tls)
   return config
+}
+
+/** What TLS on the LAN needs beyond the schema: the redirect only with TLS, and no http:// public URL under TLS. */
+function tlsRules (config: Config): string[] {
+  const problems: string[] = []
+  const { http, mqtt } = config
+  if (http.redirect_port !== undefined && http.tls === undefined) problems.push('http.redirect_port: needs http.tls (it redirects plain HTTP to HTTPS)')
+  if (http.redirect_port !== undefined && http.redirect_port !== 0 && http.redirect_port === http.port) problems.push('http.redirect_port: must differ from http.port')
+  if (http.tls !== undefined && http.public_url?.startsWith('http:') === true) problems.push('http.public_url: must start with https:// when http.tls is set')
+  if (mqtt.tls !== undefined && mqtt.plain && mqtt.tls.port !== 0 && mqtt.tls.port === mqtt.port) problems.push('mqtt.tls.port: must differ from mqtt.port while mqtt.plain is on')
+  return problems
 }
 
 /** Environment overrides (documented in the README). */

@@ -12,7 +12,7 @@ import { Users } from '../api/store/users.ts'
 import { Clients } from '../api/store/clients.ts'
 import { Tokens } from '../api/store/tokens.ts'
 import { adminTokenDigest, appAuth, newAdminToken } from '../api/auth-port.ts'
-import { buildServer } from '../api/http/server.ts'
+import { buildServer, startRedirect, stopRedirect } from '../api/http/server.ts'
 import { buildDataServices } from '../api/data-services.ts'
 import { apiFeatures } from '../api/http/features.ts'
 import type { HealthEntry, Services } from '../api/services.ts'
@@ -31,6 +31,7 @@ import { Integrations } from '../api/store/integrations.ts'
 import { adminIntegrationsPlugin } from '../api/http/admin-integrations.ts'
 import { privacyConfig } from './privacy.ts'
 import { HomeAssistant } from './integrations/home-assistant.ts'
+import { loadTlsFiles } from './tls.ts'
 
 export interface RunningService {
   config: Config
@@ -40,6 +41,8 @@ export interface RunningService {
   httpUrl: string
   /** Path of the file the admin token is in. */
   adminTokenFile: string
+  /** With http.redirect_port: the port it listens on. */
+  redirectPort?: number
   close (): Promise<void>
 }
 
@@ -54,7 +57,15 @@ export interface ServiceHooks {
   afterStart? (running: RunningService, log: Logger): Promise<{ stop (): Promise<void> } | null>
 }
 
-export interface ServerInfo { url: string, pid: number, mqtt_port: number | null, started_at: string }
+export interface ServerInfo {
+  url: string
+  pid: number
+  mqtt_port: number | null
+  started_at: string
+  /** With http.tls: the port of MQTT over TLS, and the SHA-256 fingerprint of the certificate `url` serves, which the admin CLI pins. */
+  mqtts_port?: number | null
+  tls_fingerprint256?: string
+}
 
 /** Reads the admin token file, creating it (mode 0600) on first start. */
 async function ensureAdminToken (dataDir: string): Promise<{ file: string, token: string }> {
@@ -123,7 +134,11 @@ export async function startService (config: Config, options: { logger?: Logger, 
     }
     const admin = await ensureAdminToken(dataDir).catch(err => { throw dataDirError(dataDir, err) })
     const healthSources: Array<() => HealthEntry[]> = []
-    const publicUrl = config.http.public_url ?? `http://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
+    // TLS on the LAN: the certificate files are read and checked before anything listens.
+    const httpTls = config.http.tls === undefined ? undefined : await loadTlsFiles('http.tls', config.http.tls)
+    const mqttTls = config.mqtt.tls === undefined || !config.mqtt.enabled ? undefined : await loadTlsFiles('mqtt.tls', config.mqtt.tls)
+    const scheme = httpTls === undefined ? 'http' : 'https'
+    const publicUrl = config.http.public_url ?? `${scheme}://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`
     const users = new Users(store)
     // Device pairing (in memory for the pipeline's owner lookup) and metrics.
     const devices = new Devices(store)
@@ -199,7 +214,9 @@ export async function startService (config: Config, options: { logger?: Logger, 
         port: config.mqtt.port,
         maxPacketBytes: config.mqtt.max_packet_bytes,
         connectTimeoutMs: config.mqtt.connect_timeout_ms,
-        keepaliveLimitS: config.mqtt.keepalive_limit_s
+        keepaliveLimitS: config.mqtt.keepalive_limit_s,
+        plain: config.mqtt.plain,
+        ...(mqttTls === undefined || config.mqtt.tls === undefined ? {} : { tls: { port: config.mqtt.tls.port, cert: mqttTls.cert, key: mqttTls.key } })
       }, { devices, apps: appAuth(services.tokens), ingest, log, metrics, readings: data.hub, ...(homeAssistant === null ? {} : { integrations: homeAssistant }) })
       : null
     const features = [...apiFeatures, metricsPlugin(metrics), adminIntegrationsPlugin(integrations, { home_assistant: config.home_assistant.enabled }), ...(broker === null ? [] : [mqttWebSocketPlugin(broker, config.mqtt.websocket_path)])]
@@ -208,7 +225,8 @@ export async function startService (config: Config, options: { logger?: Logger, 
       features,
       adminRemote: config.http.admin_remote,
       timeouts: { headersMs: config.http.headers_timeout_ms, requestMs: config.http.request_timeout_ms, keepAliveMs: config.http.keep_alive_timeout_ms },
-      connections: { maxPerAddress: config.http.max_connections_per_address, maxPerLoopbackAddress: config.http.max_connections_loopback }
+      connections: { maxPerAddress: config.http.max_connections_per_address, maxPerLoopbackAddress: config.http.max_connections_loopback },
+      ...(httpTls === undefined ? {} : { tls: httpTls })
     })
     stack.push(async () => { await app.close() })
     try {
@@ -220,8 +238,29 @@ export async function startService (config: Config, options: { logger?: Logger, 
     const addr = app.server.address()
     const port = typeof addr === 'object' && addr !== null ? addr.port : config.http.port
     const host = config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host
-    const httpUrl = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
+    const httpUrl = `${scheme}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
     if (config.http.public_url === undefined) services.config.publicUrl = httpUrl
+    if (httpTls !== undefined) log.info({ fingerprint256: httpTls.fingerprint256, valid_to: httpTls.validTo }, 'HTTPS: serving the certificate of http.tls.cert_file')
+    // http.redirect_port: plain HTTP answered with a redirect to the HTTPS port.
+    let redirectListening: number | undefined
+    if (config.http.redirect_port !== undefined) {
+      const redirectPort = config.http.redirect_port
+      const redirect = await startRedirect({
+        host: config.http.host,
+        port: redirectPort,
+        httpsPort: port,
+        log: log.child({ component: 'http' }),
+        connections: { maxPerAddress: config.http.max_connections_per_address, maxPerLoopbackAddress: config.http.max_connections_loopback },
+        timeouts: { headersMs: config.http.headers_timeout_ms, requestMs: config.http.request_timeout_ms, keepAliveMs: config.http.keep_alive_timeout_ms }
+      }).catch((err: unknown) => { throw new ListenError('HTTP redirect', config.http.host, redirectPort, { cause: err }) })
+      stack.push(async () => { await stopRedirect(redirect) })
+      const raddr = redirect.address()
+      redirectListening = typeof raddr === 'object' && raddr !== null ? raddr.port : redirectPort
+    }
+    if (httpTls !== undefined) {
+      const detail = `listening on ${host}:${port} (https)${redirectListening === undefined ? '' : `, ${host}:${redirectListening} (http, redirects to https)`}`
+      healthSources.push(() => [{ id: 'http', state: 'running', detail }])
+    }
 
     if (broker !== null) {
       await broker.start()
@@ -278,11 +317,11 @@ export async function startService (config: Config, options: { logger?: Logger, 
       await follow(o.username, output.id, bpm => { output.write(bpm) }, () => output.status())
     }
 
-    const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: broker?.port ?? null, started_at: new Date().toISOString() }
+    const info: ServerInfo = { url: httpUrl, pid: process.pid, mqtt_port: broker?.port ?? null, started_at: new Date().toISOString(), ...(broker?.tlsPort == null ? {} : { mqtts_port: broker.tlsPort }), ...(httpTls === undefined ? {} : { tls_fingerprint256: httpTls.fingerprint256 }) }
     await writeFile(serverInfoFile(dataDir), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
     stack.push(async () => { await rm(serverInfoFile(dataDir), { force: true }) })
 
-    const running: RunningService = { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll }
+    const running: RunningService = { config, services, app, httpUrl, adminTokenFile: admin.file, close: closeAll, ...(redirectListening === undefined ? {} : { redirectPort: redirectListening }) }
     // E.g. the simulated gym (device-sim/demo.ts), which talks to the service only through the admin API and device transports.
     for (const hook of hooks) {
       const after = await hook.afterStart?.(running, log) ?? null

@@ -10,6 +10,9 @@ import { registerOpenApi } from './openapi.ts'
 import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 
+// http.redirect_port's listener, built by the composition root beside the server.
+export { startRedirect, stopRedirect } from './redirect.ts'
+
 export interface ServerOptions {
   /** Largest request body accepted (bytes). */
   bodyLimit?: number
@@ -24,6 +27,8 @@ export interface ServerOptions {
   timeouts?: { headersMs: number, requestMs: number, keepAliveMs: number }
   /** http.max_connections_per_address and max_connections_loopback. */
   connections?: ConnectionLimits
+  /** http.tls: serve HTTPS (and WSS) with this certificate and key (PEM). */
+  tls?: { cert: Buffer, key: Buffer }
 }
 
 const DEFAULT_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }
@@ -61,11 +66,11 @@ function storageError (kind: 'full' | 'io', cause: unknown): ApiError {
 export async function buildServer (services: Services, options: ServerOptions): Promise<FastifyInstance> {
   const log = services.log.child({ component: 'http' }) as FastifyBaseLogger
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
-  const app = Fastify({
+  // Slow and half-open connections: headers and the whole request must arrive in time (checked every second,
+  // answered 408 and closed), and an idle keep-alive connection is closed.
+  const serverOptions = { headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs), requestTimeout: timeouts.requestMs, connectionsCheckingInterval: 1000 }
+  const fastifyOptions = {
     loggerInstance: log,
-    // Slow and half-open connections: headers and the whole request must arrive in time (checked every second,
-    // answered 408 and closed), and an idle keep-alive connection is closed.
-    http: { headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs), requestTimeout: timeouts.requestMs, connectionsCheckingInterval: 1000 },
     requestTimeout: timeouts.requestMs,
     keepAliveTimeout: timeouts.keepAliveMs,
     // 431, 408 and 400 raised by Node's parser, with the JSON error body.
@@ -77,17 +82,25 @@ export async function buildServer (services: Services, options: ServerOptions): 
     routerOptions: { maxParamLength: 200 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     // Errors raised before routing (a URL that is not valid percent-encoding, a bad header) get the same JSON body.
-    frameworkErrors: (error, _request, reply) => {
+    frameworkErrors: (error: FastifyError, _request: unknown, reply: unknown) => {
       const e = new ApiError('invalid_request', { detail: error.message })
       void (reply as FastifyReply).code(e.status).type('application/json; charset=utf-8').send(e.body())
     }
-  })
+  }
+  // With http.tls, Fastify's `https` options make node:https's server (the same HTTP server behind a TLS
+  // handshake, bounded like the headers); its requests, upgrades and client errors are those of node:http, so the
+  // rest of the layer takes it as one.
+  const app = options.tls === undefined
+    ? Fastify({ ...fastifyOptions, http: serverOptions })
+    : Fastify({ ...fastifyOptions, https: { ...serverOptions, cert: options.tls.cert, key: options.tls.key, handshakeTimeout: serverOptions.headersTimeout } }) as unknown as FastifyInstance
   // Request logging is off, so a child logger per request (pino bindings for a request id) is work for nothing.
   app.setChildLoggerFactory(logger => logger)
 
   limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
   // x-content-type-options: nosniff on every answer, and what clientErrorHandler needs to know of each connection.
   prepareResponses(app.server)
+  // A failed TLS handshake (a client that does not trust the certificate, a plain HTTP request): node:tls closes it.
+  if (options.tls !== undefined) app.server.on('tlsClientError', (err: NodeJS.ErrnoException) => { log.debug({ code: err.code }, 'TLS handshake failed') })
 
   app.setErrorHandler(async (error: FastifyError | ApiError | OAuthError, request, reply) => {
     await bodyRead(request)

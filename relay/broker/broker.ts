@@ -5,6 +5,7 @@
 // broker publishes each device's availability (retained `online`/`offline`)
 // and each stored reading on the owner's user topic for local consumers.
 import { createServer, type Server, type Socket } from 'node:net'
+import { createServer as createTlsServer } from 'node:tls'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Aedes, type Client } from 'aedes'
@@ -35,6 +36,10 @@ export interface BrokerConfig {
   connectTimeoutMs: number
   /** Largest keepalive a client may ask for (s); 0 = no limit. With a limit, keepalive 0 (never idle-checked) is refused. */
   keepaliveLimitS: number
+  /** Listen for plain MQTT on `port` (mqtt.plain, default true); false: TLS and WebSocket only. */
+  plain?: boolean
+  /** MQTT over TLS (mqtt.tls) on its own port, with this certificate and key (PEM). */
+  tls?: { port: number, cert: Buffer, key: Buffer }
 }
 
 export interface BrokerMetricsSink extends BrokerMetrics {
@@ -83,6 +88,8 @@ export class MqttBroker {
   private appClients = new Map<Client, () => void>()
   private readonly integrationClients = new Set<Client>()
   private listenPort: number | null = null
+  private tlsServer: Server | null = null
+  private tlsListenPort: number | null = null
   private state: HealthEntry = { id: 'mqtt', state: 'stopped' }
   private readonly log: Logger
 
@@ -100,8 +107,11 @@ export class MqttBroker {
     })
   }
 
-  /** The TCP port the broker listens on (after start). */
+  /** The TCP port the broker listens on for plain MQTT (after start; null with mqtt.plain false). */
   get port (): number | null { return this.listenPort }
+
+  /** The TCP port of MQTT over TLS (after start; null without mqtt.tls). */
+  get tlsPort (): number | null { return this.tlsListenPort }
 
   /** How many subscriptions match a member's heart-rate topic now; with none, stored readings are not published. */
   get userTopicSubscribers (): number { return this.userTopicSubscriptions }
@@ -156,24 +166,41 @@ export class MqttBroker {
     if (this.deps.integrations !== undefined) this.cleanups.push(this.deps.integrations.onReplaced(() => { for (const c of this.integrationClients) c.close() }))
     if (this.deps.readings !== undefined) this.cleanups.push(this.deps.readings.subscribeAll(r => { this.publishReading(r) }))
 
-    const server = createServer(socket => { this.handle(socket) })
-    this.server = server
+    const listeners: string[] = []
+    if (this.config.plain !== false) {
+      const server = createServer(socket => { this.handle(socket) })
+      this.server = server
+      this.listenPort = await this.listen(server, 'MQTT', this.config.port)
+      listeners.push(`${this.config.host}:${this.listenPort} (mqtt)`)
+    }
+    const tls = this.config.tls
+    if (tls !== undefined) {
+      // aedes takes any duplex stream: each connection whose TLS handshake succeeded goes the way of a TCP one.
+      const server = createTlsServer({ cert: tls.cert, key: tls.key, handshakeTimeout: this.config.connectTimeoutMs }, socket => { this.handle(socket) })
+      server.on('tlsClientError', (err: NodeJS.ErrnoException) => { this.log.debug({ code: err.code }, 'MQTT TLS handshake failed') })
+      this.tlsServer = server
+      this.tlsListenPort = await this.listen(server, 'MQTTS', tls.port)
+      listeners.push(`${this.config.host}:${this.tlsListenPort} (mqtts)`)
+    }
+    this.state = { id: 'mqtt', state: 'running', detail: listeners.length === 0 ? 'no TCP listener (mqtt.plain false, no mqtt.tls): WebSocket only' : `listening on ${listeners.join(', ')}`, connected: 0 }
+    this.log.info({ host: this.config.host, port: this.listenPort, tls_port: this.tlsListenPort }, 'MQTT broker listening')
+  }
+
+  /** Listens on the broker's host; a failure stops the broker (aedes' timers would keep the process alive) and throws a ListenError. */
+  private async listen (server: Server, what: string, port: number): Promise<number> {
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject)
-        server.listen({ host: this.config.host, port: this.config.port }, () => { server.off('error', reject); resolve() })
+        server.listen({ host: this.config.host, port }, () => { server.off('error', reject); resolve() })
       })
     } catch (err) {
-      // Nothing of the broker may outlive a failed start (aedes' timers would keep the process alive).
       await this.stop()
-      this.state = { id: 'mqtt', state: 'unavailable', detail: `cannot listen on port ${this.config.port}` }
-      throw new ListenError('MQTT', this.config.host, this.config.port, { cause: err })
+      this.state = { id: 'mqtt', state: 'unavailable', detail: `cannot listen on port ${port}` }
+      throw new ListenError(what, this.config.host, port, { cause: err })
     }
-    server.on('error', err => { this.log.error({ err }, 'MQTT listener error') })
+    server.on('error', err => { this.log.error({ err }, `${what} listener error`) })
     const addr = server.address()
-    this.listenPort = typeof addr === 'object' && addr !== null ? addr.port : this.config.port
-    this.state = { id: 'mqtt', state: 'running', detail: `listening on ${this.config.host}:${this.listenPort}`, connected: 0 }
-    this.log.info({ host: this.config.host, port: this.listenPort }, 'MQTT broker listening')
+    return typeof addr === 'object' && addr !== null ? addr.port : port
   }
 
   /** Hands one connection (a TCP socket or a WebSocket stream) to aedes behind the byte limit. */
@@ -316,10 +343,11 @@ export class MqttBroker {
 
   async stop (): Promise<void> {
     for (const fn of this.cleanups.splice(0)) fn()
-    const server = this.server
+    const servers = [this.server, this.tlsServer].filter((s): s is Server => s !== null)
     const aedes = this.aedes
     this.server = null
-    const closed = server === null ? Promise.resolve() : new Promise<void>(resolve => { server.close(() => { resolve() }) })
+    this.tlsServer = null
+    const closed = Promise.all(servers.map(async server => { await new Promise<void>(resolve => { server.close(() => { resolve() }) }) }))
     if (aedes !== null) await new Promise<void>(resolve => { aedes.close(() => { resolve() }) })
     for (const conn of this.conns) conn.destroy()
     this.conns.clear()

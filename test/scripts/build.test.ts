@@ -86,7 +86,7 @@ t.test('the compiled build starts and serves its assets', async t => {
   t.notMatch(front, /require\("\.\.?\//, 'bin/cli.cjs requires no compiled module')
   t.match(front, /require\("node:util"\)/, 'it is CommonJS')
   const lazy = [...front.matchAll(/import\("(\.\.?\/[^"]+)"\)/g)].map(m => m[1] as string)
-  t.same([...new Set(lazy)].sort(), ['../api/store/db.js', '../device-sim/cli.js', '../device-sim/demo-hooks.js', '../relay/config.js', '../relay/listen-error.js', '../relay/main.js'])
+  t.same([...new Set(lazy)].sort(), ['../api/store/db.js', '../device-sim/cli.js', '../device-sim/demo-hooks.js', '../relay/cli-tls.js', '../relay/config.js', '../relay/listen-error.js', '../relay/main.js'])
   for (const rel of lazy) t.ok((await stat(join(out, 'bin', rel)).catch(() => undefined))?.isFile(), `${rel} exists in the build`)
   // Bundled modules exist twice (in the bundle and compiled on their own): nothing else may import them, or a class like CliError would be two classes.
   const bundled = ['cli.js', 'cli-admin.js', 'cli-entry.js', 'cli-rooms.js', 'cli-devices.js', 'cli-integrations.js']
