@@ -62,8 +62,9 @@ export interface ServerInfo {
   pid: number
   mqtt_port: number | null
   started_at: string
-  /** With http.tls: the port of MQTT over TLS, and the SHA-256 fingerprint of the certificate `url` serves, which the admin CLI pins. */
+  /** With mqtt.tls: the port of MQTT over TLS. */
   mqtts_port?: number | null
+  /** With http.tls: the SHA-256 fingerprint of the certificate `url` serves, which the admin CLI pins. */
   tls_fingerprint256?: string
 }
 
