@@ -143,7 +143,7 @@ export class StrapLink {
   private attemptFailed (err: unknown, adapter: string): void {
     this.logFailure(err)
     const name = bluezErrorName(err)
-    if (this.connecting && name === 'org.bluez.Error.Failed' && this.o.pool.refused(adapter, this.address)) {
+    if (err === this.connectError && name === 'org.bluez.Error.Failed' && this.o.pool.refused(adapter, this.address)) {
       this.log.warn({ adapter, err: describeError(err) }, 'adapter refused a connection while holding others; holding it full')
       this.moveNow = this.o.pool.hasOtherFor(this.address, adapter)
     } else if (name === 'org.freedesktop.DBus.Error.UnknownObject' || isBleError(err, 'vanished')) {
@@ -163,14 +163,17 @@ export class StrapLink {
     else this.log.warn({ err: detail, attempt: this.attempt }, 'strap connection attempt failed unexpectedly')
   }
 
-  /** True while Device1.Connect is outstanding (a refusal there is the adapter's, not the link's). */
-  private connecting = false
+  /** The error Device1.Connect answered in this attempt (a refusal there is the adapter's, not the link's). */
+  private connectError: unknown
 
   private async connectOnce (slot: AdapterSlot): Promise<void> {
     const { session, gattTimeoutMs, connectTimeoutMs } = this.o
     const signal = this.stopController.signal
     let linkLost = false
     this.dropped = () => { linkLost = true }
+    // A notification may arrive as soon as StartNotify is answered, before the link counts as connected.
+    this.delivered = false
+    this.connectError = undefined
 
     let device: NodeBle.Device
     try {
@@ -181,13 +184,13 @@ export class StrapLink {
     }
     this.device = device
     device.on('disconnect', this.onDisconnect)
-    this.connecting = true
     try {
       await session.call(device.connect(), 'Connect', signal, connectTimeoutMs)
     } catch (err) {
-      if (bluezErrorName(err) !== 'org.bluez.Error.AlreadyConnected') throw err
-    } finally {
-      this.connecting = false
+      if (bluezErrorName(err) !== 'org.bluez.Error.AlreadyConnected') {
+        this.connectError = err
+        throw err
+      }
     }
     // Wait for ServicesResolved ourselves, with a deadline: node-ble's gatt()
     // would wait forever and leave its listener behind.
@@ -220,8 +223,7 @@ export class StrapLink {
     this.connected = true
     this.connections++
     this.o.pool.linked(slot.name, this.address)
-    this.delivered = false
-    this.silenceTimer = setTimeout(() => { this.silenceElapsed(slot.name) }, this.o.silentAfterMs)
+    if (!this.delivered) this.silenceTimer = setTimeout(() => { this.silenceElapsed(slot.name) }, this.o.silentAfterMs)
     this.log.info({ adapter: slot.name, location: this.location, battery_percent: this.battery }, 'strap connected')
     this.o.onChange()
   }
