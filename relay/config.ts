@@ -41,8 +41,25 @@ export function validateConfig (input: unknown, source = 'configuration'): Confi
   // A rule JSON Schema cannot state: HRPercent divides by max_bpm - min_bpm.
   const ranges = config.osc.flatMap((o, i) => o.min_bpm < o.max_bpm ? [] : [`osc.${i}: min_bpm must be below max_bpm`])
   if (ranges.length > 0) throw new ConfigError(source, ranges)
+  const adapters = bleAdapterProblems(config.ble)
+  if (adapters.length > 0) throw new ConfigError(source, adapters)
   return config
 }
+
+/** Rules of ble.adapter and ble.adapters that JSON Schema cannot state. */
+function bleAdapterProblems (ble: Config['ble']): string[] {
+  if (ble.adapter !== undefined && ble.adapters !== undefined) return ['ble: adapter and adapters are both given; list every adapter under adapters']
+  const names = (ble.adapters ?? []).map(a => a.name)
+  return [...new Set(names.filter((n, i) => names.indexOf(n) !== i))].map(n => `ble.adapters: ${n} is listed more than once`)
+}
+
+/** The BLE adapters to use: ble.adapters, or ble.adapter (default hci0) as one adapter with the default limit. */
+export function bleAdapters (ble: Config['ble']): Array<{ name: string, max_connections: number }> {
+  return ble.adapters ?? [{ name: ble.adapter ?? 'hci0', max_connections: BLE_DEFAULT_MAX_CONNECTIONS }]
+}
+
+/** max_connections of an adapter given as ble.adapter (the schema's default for ble.adapters items). */
+export const BLE_DEFAULT_MAX_CONNECTIONS = 7
 
 /** Environment overrides (documented in the README). */
 export const ENV_OVERRIDES: Record<string, (c: Record<string, any>, v: string) => void> = {

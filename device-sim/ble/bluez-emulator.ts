@@ -20,6 +20,8 @@ export interface BluezEmulatorOptions {
   adapterAddress?: string
   /** How many adapters (controllers), default 1. */
   adapters?: number
+  /** The adapters by name (instead of `adapter` and `adapters`). */
+  adapterNames?: string[]
   /** Limits every adapter starts with (setLimits changes one). */
   limits?: AdapterLimits
 }
@@ -69,7 +71,8 @@ export class BluezEmulator {
     const first = opts.adapter ?? 'hci0'
     const match = /^(.*?)(\d+)$/.exec(first)
     const count = opts.adapters ?? 1
-    const names = Array.from({ length: count }, (_, i) => i === 0 || match === null ? (i === 0 ? first : `${first}-${i}`) : `${match[1] ?? ''}${Number(match[2]) + i}`)
+    const names = opts.adapterNames ?? Array.from({ length: count }, (_, i) =>
+      i === 0 ? first : match === null ? `${first}-${i}` : `${match[1] ?? ''}${Number(match[2]) + i}`)
     const base = opts.adapterAddress ?? '00:1A:7D:DA:71:13'
     const addresses = names.map((_, i) => base.slice(0, -2) + ((parseInt(base.slice(-2), 16) + i) & 0xff).toString(16).toUpperCase().padStart(2, '0'))
     const emulator = new BluezEmulator(bus, names, addresses, opts.limits ?? {})

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
 import type { HealthEntry } from '../../api/services.ts'
-import type { Config } from '../config.ts'
+import { bleAdapters, type Config } from '../config.ts'
 import type { DeviceSighting, Source, SourceSink, SourceStatus } from './source.ts'
 
 export interface SourceDeps {
@@ -53,7 +53,9 @@ export function buildSources (config: Config, log: Logger, isPaired: (id: string
   const sources: Source[] = []
   if (config.ble.enabled) {
     sources.push(new LazySource('ble', async () => new (await import('./ble.ts')).BleSource({
-      adapter: config.ble.adapter,
+      adapters: bleAdapters(config.ble).map(a => ({ name: a.name, maxConnections: a.max_connections })),
+      fullHoldMs: config.ble.full_hold_ms,
+      silentAfterMs: config.ble.silent_after_ms,
       allow: config.ble.allow.map(a => a.toUpperCase()),
       shouldConnect: address => isPaired(address),
       connectTimeoutMs: config.ble.connect_timeout_ms,
