@@ -5,7 +5,7 @@
 // loads them.
 import type { Logger } from 'pino'
 import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
-import type { HealthEntry } from '../../api/services.ts'
+import type { AdapterHealth, HealthEntry } from '../../api/services.ts'
 import { bleAdapters, type Config } from '../config.ts'
 import type { DeviceSighting, Source, SourceSink, SourceStatus } from './source.ts'
 
@@ -46,6 +46,10 @@ export class LazySource implements Source {
 
   status (): SourceStatus {
     return this.source?.status() ?? (this.stopped ? { state: 'stopped', connected: 0 } : { ...this.before })
+  }
+
+  adapters (): AdapterHealth[] {
+    return this.source?.adapters?.() ?? []
   }
 }
 
@@ -117,8 +121,14 @@ export class SourceManager {
   health (): HealthEntry[] {
     return this.sources.map(s => {
       const st = this.states.get(s.id) ?? s.status()
-      return { id: s.id, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }), ...(st.connected === undefined ? {} : { connected: st.connected }) }
+      const adapters = s.adapters?.() ?? []
+      return { id: s.id, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }), ...(st.connected === undefined ? {} : { connected: st.connected }), ...(adapters.length === 0 ? {} : { adapters }) }
     })
+  }
+
+  /** Every source's adapters (BLE), by source id, for /metrics. */
+  adapters (): Array<{ source: string, adapter: AdapterHealth }> {
+    return this.sources.flatMap(s => (s.adapters?.() ?? []).map(adapter => ({ source: s.id, adapter })))
   }
 
   connected (): Record<string, number> {
