@@ -95,8 +95,9 @@ export async function startBleWorld (t: Teardownable, options: Omit<Parameters<t
   return { bus, emulator, onTeardown: (fn) => { first.push(fn) } }
 }
 
-/** Fast, but not timing-sensitive, options for tests. */
+/** Fast, but not timing-sensitive, options for tests (straps that send nothing never count as silent unless a test says so). */
 export const FAST = {
+  silentAfterMs: 3_600_000,
   rescanIntervalMs: 100,
   backoff: { initialMs: 50, maxMs: 400 },
   connectTimeoutMs: 5000,
