@@ -41,7 +41,10 @@ export interface PrivacyConfig {
   noticeText?: string
 }
 
-export interface HealthEntry { id: string, state: string, detail?: string, connected?: number }
+export interface HealthEntry { id: string, state: string, detail?: string, connected?: number, adapters?: AdapterHealth[] }
+
+/** One Bluetooth adapter of the BLE source: its state (up, full, powered_off, missing), straps connected, limit and counters. */
+export interface AdapterHealth { name: string, state: string, connections: number, limit: number, silent_total: number, refused_total: number }
 
 /**
  * What the service's metrics record; implemented by the relay's Prometheus

@@ -11,7 +11,7 @@ import { pairDevices, provisionWriters, readCredentialsFile, readTokensFile, sim
 import { loadRecording } from './replay.ts'
 import { Simulation } from './runner.ts'
 import { loadScenario, BUNDLED_SCENARIOS, type FaultSpec } from './scenario.ts'
-import { BleTransport } from './transports/ble.ts'
+import { BleTransport, type BleTransportOptions } from './transports/ble.ts'
 import { HttpTransport } from './transports/http.ts'
 import { MqttTransport } from './transports/mqtt.ts'
 import { parseSerialFormat, SerialTransport } from './transports/serial.ts'
@@ -32,6 +32,9 @@ export const SIM_USAGE = `usage: hr-relay sim <ble|serial|mqtt|http> [options]
                        issue tokens (through the admin API)
 
  ble:    --bus ADDRESS   use this D-Bus instead of starting a private dbus-daemon
+         --adapters N    emulated adapters hci0 .. hci(N-1), each hearing every strap (default 1)
+         --max-connections N  an adapter refuses a connection beyond N (BlueZ's Failed "le-connection-abort-by-local")
+         --silent-above N     an adapter's connections beyond N connect but deliver nothing
  serial: --format F      framed (default), text[:plain|keyed|csv|pulsesensor], hrmi
  mqtt:   --url URL       broker (default: the --data-dir server's MQTT port, else mqtt://127.0.0.1:1883)
          --credentials FILE  [{"device_id","mqtt_username","mqtt_password"}, ...]
@@ -58,6 +61,7 @@ const OPTIONS = {
   'data-dir': { type: 'string' }, bus: { type: 'string' }, format: { type: 'string' }, url: { type: 'string' },
   credentials: { type: 'string' }, tokens: { type: 'string' }, qos: { type: 'string' }, 'stats-json': { type: 'boolean' },
   'fault-devices': { type: 'string' }, help: { type: 'boolean' },
+  adapters: { type: 'string' }, 'max-connections': { type: 'string' }, 'silent-above': { type: 'string' },
   ...Object.fromEntries(FAULT_FLAGS.map(f => [f.flag, { type: 'string' as const }]))
 } as const
 
@@ -97,10 +101,23 @@ function faultSpecs (v: Values): FaultSpec[] {
   return FAULT_FLAGS.flatMap(f => typeof v[f.flag] === 'string' ? [parseFaultFlag(f.kind, v[f.flag] as string, devices)] : [])
 }
 
+/** --bus, --adapters, --max-connections, --silent-above. */
+function bleOptions (v: Values): BleTransportOptions {
+  const adapters = num(v, 'adapters', 1, n => Number.isInteger(n) && n >= 1 && n <= 16)
+  const limit = (name: string): number | undefined => v[name] === undefined ? undefined : num(v, name, 0, n => Number.isInteger(n) && n >= 0 && n <= 1000)
+  const maxConnections = limit('max-connections')
+  const silentAbove = limit('silent-above')
+  return {
+    ...(typeof v.bus === 'string' ? { busAddress: v.bus } : {}),
+    adapters,
+    limits: { ...(maxConnections === undefined ? {} : { maxConnections }), ...(silentAbove === undefined ? {} : { silentAbove }) }
+  }
+}
+
 async function buildTransport (name: TransportName, v: Values, count: number, seed: number, prefix: string, out: (line: string) => void): Promise<{ transport: SimTransport, ids?: string[] }> {
   const dataDir = typeof v['data-dir'] === 'string' ? v['data-dir'] : undefined
   switch (name) {
-    case 'ble': return { transport: new BleTransport(typeof v.bus === 'string' ? { busAddress: v.bus } : {}) }
+    case 'ble': return { transport: new BleTransport(bleOptions(v)) }
     case 'serial': return { transport: new SerialTransport(parseSerialFormat(typeof v.format === 'string' ? v.format : 'framed')) }
     case 'mqtt': {
       let credentials: DeviceCredentials[]

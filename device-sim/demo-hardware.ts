@@ -44,7 +44,7 @@ export interface DemoSerialPortConfig { path: string, baud_rate: number, format:
 
 /** The keys of the relay's configuration that the demo reads and sets. */
 export interface DemoConfig {
-  ble: { enabled: boolean, adapter: string, allow: string[], backoff_initial_ms: number, rescan_interval_ms: number }
+  ble: { enabled: boolean, adapter?: string, adapters?: Array<{ name: string }>, allow: string[], backoff_initial_ms: number, rescan_interval_ms: number }
   serial: DemoSerialPortConfig[]
 }
 
@@ -150,7 +150,7 @@ async function startBle (config: DemoConfig, socket: string, log: Logger): Promi
     return null
   }
   try {
-    const bluez = await BluezEmulator.start({ busAddress: bus.address, adapter: config.ble.adapter })
+    const bluez = await BluezEmulator.start({ busAddress: bus.address, adapterNames: config.ble.adapters?.map(a => a.name) ?? [config.ble.adapter ?? 'hci0'] })
     const straps = Array.from({ length: DEMO_BLE_STRAPS }, (_v, member) => ({ member, address: demoStrapAddress(member) }))
     return { ble: { bluez, busAddress: bus.address, straps }, bus }
   } catch (err) {

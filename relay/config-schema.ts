@@ -88,7 +88,13 @@ export const ConfigSchema = Section({
   }, { default: {} }),
   ble: Section({
     enabled: Type.Boolean({ default: true }),
-    adapter: Type.String({ default: 'hci0' }),
+    adapter: Type.Optional(Type.String({ minLength: 1, description: 'one adapter, as adapters: [{ name, max_connections: 7 }]; hci0 when neither is given; not with adapters' })),
+    adapters: Type.Optional(Type.Array(Section({
+      name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,32}$', description: 'BlueZ adapter name, e.g. hci1' }),
+      max_connections: Type.Integer({ minimum: 1, maximum: 64, default: 7, description: 'straps the relay connects through this adapter at most' })
+    }), { minItems: 1, description: 'the adapters to spread straps over (docs/operator.md "Several Bluetooth adapters")' })),
+    full_hold_ms: Type.Integer({ minimum: 0, default: 30000, description: 'an adapter that refused a connection while holding others, or held a silent one, counts as full this long' }),
+    silent_after_ms: Type.Integer({ minimum: 100, default: 5000, description: 'a strap connected and subscribed that sends nothing this long is moved to another adapter' }),
     allow: Type.Array(Type.String({ pattern: '^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$' }), { default: [], description: 'strap addresses to connect; empty: every paired strap' }),
     connect_timeout_ms: Type.Integer({ minimum: 500, default: 15000 }),
     gatt_timeout_ms: Type.Integer({ minimum: 500, default: 15000 }),

@@ -43,6 +43,8 @@ export function validateConfig (input: unknown, source = 'configuration'): Confi
   if (ranges.length > 0) throw new ConfigError(source, ranges)
   const tls = tlsRules(config)
   if (tls.length > 0) throw new ConfigError(source, tls)
+  const adapters = bleAdapterProblems(config.ble)
+  if (adapters.length > 0) throw new ConfigError(source, adapters)
   return config
 }
 
@@ -56,6 +58,21 @@ function tlsRules (config: Config): string[] {
   if (mqtt.tls !== undefined && mqtt.plain && mqtt.tls.port !== 0 && mqtt.tls.port === mqtt.port) problems.push('mqtt.tls.port: must differ from mqtt.port while mqtt.plain is on')
   return problems
 }
+
+/** Rules of ble.adapter and ble.adapters that JSON Schema cannot state. */
+function bleAdapterProblems (ble: Config['ble']): string[] {
+  if (ble.adapter !== undefined && ble.adapters !== undefined) return ['ble: adapter and adapters are both given; list every adapter under adapters']
+  const names = (ble.adapters ?? []).map(a => a.name)
+  return [...new Set(names.filter((n, i) => names.indexOf(n) !== i))].map(n => `ble.adapters: ${n} is listed more than once`)
+}
+
+/** The BLE adapters to use: ble.adapters, or ble.adapter (default hci0) as one adapter with the default limit. */
+export function bleAdapters (ble: Config['ble']): Array<{ name: string, max_connections: number }> {
+  return ble.adapters ?? [{ name: ble.adapter ?? 'hci0', max_connections: BLE_DEFAULT_MAX_CONNECTIONS }]
+}
+
+/** max_connections of an adapter given as ble.adapter (the schema's default for ble.adapters items). */
+export const BLE_DEFAULT_MAX_CONNECTIONS = 7
 
 /** Environment overrides (documented in the README). */
 export const ENV_OVERRIDES: Record<string, (c: Record<string, any>, v: string) => void> = {

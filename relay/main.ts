@@ -286,6 +286,8 @@ export async function startService (config: Config, options: { logger?: Logger, 
     stack.push(async () => { await sources.stop() })
     healthSources.push(() => sources.health())
     metrics.trackConnected(() => sources.connected())
+    // Several Bluetooth adapters (docs/operator.md "Several Bluetooth adapters"): each one's connections, limit and state.
+    if (config.ble.enabled) metrics.trackBleAdapters(() => sources.adapters().map(a => a.adapter))
 
     // Outputs: each reading of the configured member. The member is resolved
     // lazily from the hub's feed (relay/outputs/member-feed.ts), so a member

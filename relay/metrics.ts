@@ -5,12 +5,17 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { FastifyInstance } from 'fastify'
 import type { Ingest, IngestResult, Reading } from '../api/pipeline/reading.ts'
+import type { AdapterHealth } from '../api/services.ts'
 
 /** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
 /** Writes per group: one reading is about 4 (reading, minute and hour rollup, latest); the pipeline caps a group at 5,000 readings. */
 const GROUP_BUCKETS = [1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384]
+
+const ADAPTER_STATES = ['up', 'full', 'powered_off', 'missing'] as const
+
+interface BleAdapterGauges { connections: Gauge<'adapter'>, limit: Gauge<'adapter'>, state: Gauge<'adapter' | 'state'>, silent: Gauge<'adapter'>, refused: Gauge<'adapter'> }
 
 export class Metrics {
   readonly registry = new Registry()
@@ -30,6 +35,7 @@ export class Metrics {
   private readonly appendLatency: Histogram
   private readonly groupOps: Histogram
   private readonly collectors: Array<() => void> = []
+  private bleAdapterGauges: BleAdapterGauges | undefined
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry]
@@ -91,6 +97,28 @@ export class Metrics {
   /** Connected devices per source, read at scrape time. */
   trackConnected (counts: () => Record<string, number>): void {
     this.collectors.push(() => { for (const [source, n] of Object.entries(counts())) this.connected.set({ source }, n) })
+  }
+
+  /** The BLE source's adapters, read at scrape time: connections, limit, state, and the silent and refused links (monotonic). */
+  trackBleAdapters (adapters: () => AdapterHealth[]): void {
+    const registers = [this.registry]
+    const g = this.bleAdapterGauges ??= {
+      connections: new Gauge({ name: 'hr_relay_ble_adapter_connections', help: 'Straps connected through each Bluetooth adapter', labelNames: ['adapter'], registers }),
+      limit: new Gauge({ name: 'hr_relay_ble_adapter_max_connections', help: 'Straps each adapter may hold now: ble.adapters max_connections, lower while held full', labelNames: ['adapter'], registers }),
+      state: new Gauge({ name: 'hr_relay_ble_adapter_state', help: 'State of each adapter: 1 for its current state (up, full, powered_off, missing), 0 for the others', labelNames: ['adapter', 'state'], registers }),
+      silent: new Gauge({ name: 'hr_relay_ble_adapter_silent_total', help: 'Straps connected and subscribed through the adapter that sent nothing within ble.silent_after_ms, and were moved (monotonic)', labelNames: ['adapter'], registers }),
+      refused: new Gauge({ name: 'hr_relay_ble_adapter_refused_total', help: 'Connections the adapter refused while it held others, after which it was held full (monotonic)', labelNames: ['adapter'], registers })
+    }
+    this.collectors.push(() => {
+      for (const a of adapters()) {
+        const adapter = a.name
+        g.connections.set({ adapter }, a.connections)
+        g.limit.set({ adapter }, a.limit)
+        for (const state of ADAPTER_STATES) g.state.set({ adapter, state }, a.state === state ? 1 : 0)
+        g.silent.set({ adapter }, a.silent_total)
+        g.refused.set({ adapter }, a.refused_total)
+      }
+    })
   }
 
   /** Open API WebSocket streams, read at scrape time (the hub's stream counters). */

@@ -80,5 +80,7 @@ export interface DeviceSighting {
   rssi?: number
   battery_percent?: number
   connected: boolean
+  /** The Bluetooth adapter a connected BLE strap is linked through. */
+  adapter?: string
   seen_at: number
 }

@@ -40,7 +40,7 @@ export async function deviceRoutes (app: FastifyInstance, uses: OperatorDevicesU
       const state = s === undefined ? 'not seen' : s.connected ? 'connected' : 'seen'
       return [
         `<code>${esc(d.device_id)}</code>${d.name === undefined ? '' : `<br>${esc(d.name)}`}`, esc(d.kind), esc(names.get(d.profile_id) ?? d.profile_id),
-        `<span class="device-state">${esc(state)}</span>${s === undefined ? '' : `<br><span class="muted">${esc(when(s.seen_at))}</span>`}`,
+        `<span class="device-state">${esc(state)}</span>${s?.connected === true && s.adapter !== undefined ? ` <span class="device-adapter">via ${esc(s.adapter)}</span>` : ''}${s === undefined ? '' : `<br><span class="muted">${esc(when(s.seen_at))}</span>`}`,
         esc(battery(s?.battery_percent)),
         s?.last_reading === undefined ? '—' : `<span class="last-bpm">${esc(s.last_reading.heart_rate)}</span> bpm<br><span class="muted">${esc(when(s.last_reading.measured_at))}</span>`,
         postForm(`/operator/devices/${encodeURIComponent(d.device_id)}/unpair`, session.csrf, `<button type="submit" class="danger" aria-label="Unpair ${esc(d.device_id)}">Unpair</button>`, 'class="inline"')
@@ -53,11 +53,16 @@ export async function deviceRoutes (app: FastifyInstance, uses: OperatorDevicesU
 <label for="pair-${i}">Member for ${esc(s.device_id)}</label> <select id="pair-${i}" name="username" required>${options}</select>
 <button type="submit">Pair with member</button>`, `class="pair-form" data-device-id="${esc(s.device_id)}"`)
     ])
-    const sources = uses.health().map(h => [esc(h.id), esc(h.state), esc(h.detail ?? '')])
+    const health = uses.health()
+    const sources = health.map(h => [esc(h.id), esc(h.state), esc(h.detail ?? '')])
+    // Several Bluetooth adapters: every configured one, a missing one included.
+    const adapters = health.flatMap(h => (h.adapters ?? []).map(a => [`<code>${esc(a.name)}</code>`, `<span class="adapter-state">${esc(a.state)}</span>`,
+      `<span class="adapter-connections">${esc(a.connections)}</span>`, esc(a.limit), esc(a.silent_total), esc(a.refused_total)]))
+    const adapterTable = adapters.length === 0 ? '' : `\n${table('Bluetooth adapters', ['Adapter', 'State', 'Connected straps', 'Limit', 'Silent links', 'Refused connections'], adapters)}`
     const body = `${notice(message)}${notice(error, 'error')}${extra}
 ${table('Paired devices', ['Device', 'Kind', 'Member', 'State', 'Battery', 'Last reading', ''], paired, 'no paired devices')}
 ${table('Unpaired devices in range', ['Device', 'Source', 'Signal', 'Battery', 'Last seen', 'Pair'], unpaired, 'nothing unpaired in range right now (reload to refresh)')}
-${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are configured')}`
+${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are configured')}${adapterTable}`
     return await sendPage(reply, status, 'Devices', body, operatorNav(session.csrf, '/operator/devices'))
   }
 

@@ -14,14 +14,29 @@ export interface AdapterHost {
   removeDevice (path: string): void
 }
 
+/** How much one emulated controller holds, as real controllers differ (docs/operator.md "Several Bluetooth adapters"). */
+export interface AdapterLimits {
+  /** Connect() while this many links are up answers org.bluez.Error.Failed "le-connection-abort-by-local". Default: no limit. */
+  maxConnections?: number
+  /** A link made while this many are up connects and subscribes, but its notifications never arrive. Default: never. */
+  silentAbove?: number
+}
+
 export class Adapter1 extends Interface {
   powered = true
   discovering = false
   discoveryFilter: Record<string, unknown> = {}
 
+  /** Limits of this controller; the emulator applies them in Device1.Connect. */
+  limits: AdapterLimits = {}
+  /** Exported on the bus (false while the dongle is unplugged). */
+  present = true
+
   constructor (readonly address: string, readonly name: string, private readonly host: AdapterHost) {
     super('org.bluez.Adapter1')
   }
+
+  get path (): string { return `/org/bluez/${this.name}` }
 
   get Address (): string { return this.address }
   get AddressType (): string { return 'public' }

@@ -3,43 +3,54 @@
 // gatt-api.txt, battery-api.txt) so node-ble and the relay talk to it as to a
 // real controller. Only the radio is fake.
 import * as dbus from 'dbus-next'
-import { Adapter1, AgentManager1 } from './adapter.ts'
+import { Adapter1, AgentManager1, type AdapterLimits } from './adapter.ts'
 import { BLUEZ, BLUEZ_ERRORS, devicePathSegment, normaliseAddress } from './dbus-util.ts'
 import { EmulatedStrap, type StrapOptions } from './device.ts'
 import { ObjectTree } from './object-tree.ts'
 
 export type { StrapOptions, StrapFaults } from './device.ts'
+export type { AdapterLimits } from './adapter.ts'
 export { EmulatedStrap } from './device.ts'
 
 export interface BluezEmulatorOptions {
   busAddress: string
-  /** Adapter name, default 'hci0'. */
+  /** Adapter name, default 'hci0'; with `adapters` > 1 the others follow it (hci1, hci2, ...). */
   adapter?: string
-  /** Adapter address, default '00:1A:7D:DA:71:13'. */
+  /** Address of the first adapter, default '00:1A:7D:DA:71:13'; the others count up from it. */
   adapterAddress?: string
+  /** How many adapters (controllers), default 1. */
+  adapters?: number
+  /** The adapters by name (instead of `adapter` and `adapters`). */
+  adapterNames?: string[]
+  /** Limits every adapter starts with (setLimits changes one). */
+  limits?: AdapterLimits
 }
 
 export class BluezEmulator {
-  readonly adapterPath: string
-  readonly adapter: Adapter1
   readonly tree: ObjectTree
   /** Errors of the emulator's own bus connection (e.g. the daemon went away). */
   readonly busErrors: Error[] = []
+  private readonly adapters = new Map<string, Adapter1>()
   private readonly straps = new Map<string, EmulatedStrap>()
+  private readonly firstAdapter: string
   private stopped = false
 
-  private constructor (private readonly bus: dbus.MessageBus, adapterName: string, adapterAddress: string) {
-    this.adapterPath = `/org/bluez/${adapterName}`
+  private constructor (private readonly bus: dbus.MessageBus, names: string[], addresses: string[], limits: AdapterLimits) {
     this.tree = new ObjectTree(bus)
-    this.adapter = new Adapter1(adapterAddress, adapterName, {
-      startDiscovery: () => { this.setDiscovering(true) },
-      stopDiscovery: () => { this.setDiscovering(false) },
-      setPowered: (on) => { if (on) this.powerOn(); else this.powerOff() },
-      removeDevice: (path) => { this.removeDevicePath(path) }
-    })
     bus.addMethodHandler(this.unknownObjectHandler)
     this.tree.add('/org/bluez', new AgentManager1())
-    this.tree.add(this.adapterPath, this.adapter)
+    this.firstAdapter = names[0] ?? 'hci0'
+    names.forEach((name, i) => {
+      const adapter = new Adapter1(addresses[i] ?? '00:1A:7D:DA:71:13', name, {
+        startDiscovery: () => { this.setDiscovering(name, true) },
+        stopDiscovery: () => { this.setDiscovering(name, false) },
+        setPowered: (on) => { if (on) this.powerOn(name); else this.powerOff(name) },
+        removeDevice: (path) => { this.removeDevicePath(name, path) }
+      })
+      adapter.limits = { ...limits }
+      this.adapters.set(name, adapter)
+      this.tree.add(adapter.path, adapter)
+    })
   }
 
   static async start (opts: BluezEmulatorOptions): Promise<BluezEmulator> {
@@ -57,26 +68,57 @@ export class BluezEmulator {
       bus.disconnect()
       throw new Error(`could not own ${BLUEZ} on ${opts.busAddress} (reply ${reply})`)
     }
-    const emulator = new BluezEmulator(bus, opts.adapter ?? 'hci0', opts.adapterAddress ?? '00:1A:7D:DA:71:13')
+    const first = opts.adapter ?? 'hci0'
+    const match = /^(.*?)(\d+)$/.exec(first)
+    const count = opts.adapters ?? 1
+    const names = opts.adapterNames ?? Array.from({ length: count }, (_, i) =>
+      i === 0 ? first : match === null ? `${first}-${i}` : `${match[1] ?? ''}${Number(match[2]) + i}`)
+    const base = opts.adapterAddress ?? '00:1A:7D:DA:71:13'
+    const addresses = names.map((_, i) => base.slice(0, -2) + ((parseInt(base.slice(-2), 16) + i) & 0xff).toString(16).toUpperCase().padStart(2, '0'))
+    const emulator = new BluezEmulator(bus, names, addresses, opts.limits ?? {})
     emulator.busErrors.push(...errors)
     bus.on('error', (err: unknown) => { emulator.busErrors.push(err instanceof Error ? err : new Error(String(err))) })
     return emulator
   }
 
+  /** The first adapter (the only one unless `adapters` was given). */
+  get adapter (): Adapter1 { return this.adapterNamed(this.firstAdapter) }
+  get adapterPath (): string { return this.adapter.path }
+  /** Every adapter's name, plugged in or not. */
+  get adapterNames (): string[] { return [...this.adapters.keys()] }
   get powered (): boolean { return this.adapter.powered }
   get discovering (): boolean { return this.adapter.discovering }
 
-  /** A strap starts advertising; it appears on the bus once discovery runs. */
+  adapterNamed (name: string): Adapter1 {
+    const adapter = this.adapters.get(name)
+    if (adapter === undefined) throw new Error(`no adapter ${name}; the emulator has ${this.adapterNames.join(', ')}`)
+    return adapter
+  }
+
+  /** Changes an adapter's limits; links already up keep the state they were made with. */
+  setLimits (name: string, limits: AdapterLimits): void {
+    this.adapterNamed(name).limits = { ...limits }
+  }
+
+  /** Links currently up through `name`. */
+  linksOn (name: string): number {
+    let n = 0
+    for (const strap of this.straps.values()) if (strap.connectedVia === name) n++
+    return n
+  }
+
+  /** A strap starts advertising; it appears on the bus once discovery runs, under every adapter that discovers. */
   addStrap (opts: StrapOptions): EmulatedStrap {
     const address = normaliseAddress(opts.address)
     if (this.straps.has(address)) throw new Error(`strap ${address} already exists`)
     const strap = new EmulatedStrap({
-      adapterPath: this.adapterPath,
       tree: this.tree,
-      powered: () => this.adapter.powered
+      firstAdapter: this.firstAdapter,
+      adapter: (name) => { const a = this.adapters.get(name); return a?.present === true ? a : undefined },
+      linksOn: (name) => this.linksOn(name)
     }, { ...opts, address })
     this.straps.set(address, strap)
-    if (this.adapter.discovering) strap.appear()
+    for (const adapter of this.adapters.values()) if (adapter.present && adapter.discovering) strap.appear(adapter.name)
     return strap
   }
 
@@ -84,7 +126,7 @@ export class BluezEmulator {
     return this.straps.get(normaliseAddress(address))
   }
 
-  /** The strap goes away: its link drops and its object is removed (InterfacesRemoved). */
+  /** The strap goes away: its link drops and its objects are removed (InterfacesRemoved). */
   removeStrap (address: string): void {
     const key = normaliseAddress(address)
     const strap = this.straps.get(key)
@@ -94,16 +136,40 @@ export class BluezEmulator {
   }
 
   /** The controller is powered off (rfkill, `bluetoothctl power off`): links drop, discovery stops. */
-  powerOff (): void {
-    if (!this.adapter.powered) return
-    for (const strap of this.straps.values()) strap.dropLink()
-    if (this.adapter.discovering) this.adapter.update({ Discovering: false })
-    this.adapter.update({ Powered: false })
+  powerOff (name = this.firstAdapter): void {
+    const adapter = this.adapterNamed(name)
+    if (!adapter.powered) return
+    for (const strap of this.straps.values()) if (strap.connectedVia === name) strap.dropLink()
+    if (adapter.discovering) adapter.update({ Discovering: false })
+    adapter.update({ Powered: false })
   }
 
-  powerOn (): void {
-    if (this.adapter.powered) return
-    this.adapter.update({ Powered: true })
+  powerOn (name = this.firstAdapter): void {
+    const adapter = this.adapterNamed(name)
+    if (adapter.powered) return
+    adapter.update({ Powered: true })
+  }
+
+  /**
+   * The dongle is unplugged: its links drop, its devices and then its
+   * Adapter1 leave the bus (InterfacesRemoved), as bluetoothd does.
+   */
+  unplugAdapter (name: string): void {
+    const adapter = this.adapterNamed(name)
+    if (!adapter.present) return
+    for (const strap of this.straps.values()) strap.vanish(name)
+    adapter.present = false
+    adapter.powered = true
+    adapter.discovering = false
+    this.tree.remove(adapter.path)
+  }
+
+  /** The dongle is plugged back in: Adapter1 is back, powered, not discovering, with no devices. */
+  plugAdapter (name: string): void {
+    const adapter = this.adapterNamed(name)
+    if (adapter.present) return
+    adapter.present = true
+    this.tree.add(adapter.path, adapter)
   }
 
   async stop (): Promise<void> {
@@ -116,16 +182,17 @@ export class BluezEmulator {
     this.bus.disconnect()
   }
 
-  private setDiscovering (on: boolean): void {
-    this.adapter.update({ Discovering: on })
-    if (on) for (const strap of this.straps.values()) strap.appear()
+  private setDiscovering (name: string, on: boolean): void {
+    const adapter = this.adapterNamed(name)
+    adapter.update({ Discovering: on })
+    if (on) for (const strap of this.straps.values()) strap.appear(name)
   }
 
-  private removeDevicePath (path: string): void {
+  private removeDevicePath (name: string, path: string): void {
     for (const strap of this.straps.values()) {
-      if (strap.path === path && strap.visible) {
-        // Removed from BlueZ's list; it shows up again on the next discovery.
-        strap.vanish()
+      if (strap.viewAt(path) !== undefined) {
+        // Removed from this adapter's list; it shows up again on its next discovery.
+        strap.vanish(name)
         return
       }
     }

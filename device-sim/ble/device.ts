@@ -1,6 +1,7 @@
 // One emulated heart-rate strap: org.bluez.Device1 (+ org.bluez.Battery1) at
-// /org/bluez/hciN/dev_XX_..., its Heart Rate GATT service while connected, and
-// the control surface tests use (notify, dropLink, faults).
+// /org/bluez/hciN/dev_XX_... under every adapter that hears it, its Heart Rate
+// GATT service under the adapter it is connected through (a strap keeps one
+// link at a time), and the control surface tests use (notify, dropLink, faults).
 import { EventEmitter } from 'node:events'
 import * as dbus from 'dbus-next'
 import {
@@ -12,6 +13,7 @@ import {
 } from '../../firmware-protocol/ble.ts'
 import { bluezError, changed, devicePathSegment } from './dbus-util.ts'
 import { HeartRateGatt } from './gatt.ts'
+import type { Adapter1 } from './adapter.ts'
 import type { ObjectTree } from './object-tree.ts'
 
 const { Interface } = dbus.interface
@@ -20,6 +22,8 @@ export interface StrapOptions {
   address: string
   name?: string
   rssi?: number
+  /** Signal strength per adapter name, where it differs from `rssi`. */
+  rssiAt?: Record<string, number>
   /** Battery percentage; absent = the strap has no Battery Service. */
   battery?: number
   /** Body Sensor Location byte (0 Other, 1 Chest, 2 Wrist, ...). Default 1. */
@@ -35,29 +39,33 @@ export interface StrapFaults {
   neverResolveServices?: boolean
 }
 
-/** What a strap needs from its emulator. */
+/** What a strap needs from its emulator: the object tree and the adapter a link would use. */
 export interface StrapHost {
-  readonly adapterPath: string
   readonly tree: ObjectTree
-  powered (): boolean
+  /** The adapter a path belongs to (undefined: unplugged). */
+  adapter (name: string): Adapter1 | undefined
+  /** Links currently up through the adapter. */
+  linksOn (name: string): number
+  /** Path of the first adapter, where `strap.path` points. */
+  readonly firstAdapter: string
 }
 
 export class Device1 extends Interface {
-  constructor (private readonly strap: EmulatedStrap) { super('org.bluez.Device1') }
+  constructor (private readonly strap: EmulatedStrap, private readonly view: StrapView) { super('org.bluez.Device1') }
   get Address (): string { return this.strap.address }
   get AddressType (): string { return 'random' }
   get Name (): string { return this.strap.name }
   get Alias (): string { return this.strap.name }
-  get RSSI (): number { return this.strap.rssi }
+  get RSSI (): number { return this.strap.rssiOn(this.view.adapter) }
   get UUIDs (): string[] { return this.strap.uuids() }
   get Paired (): boolean { return false }
   get Trusted (): boolean { return false }
   get Blocked (): boolean { return false }
-  get Connected (): boolean { return this.strap.connected }
-  get ServicesResolved (): boolean { return this.strap.servicesResolved }
-  get Adapter (): string { return this.strap.host.adapterPath }
-  async Connect (): Promise<void> { await this.strap.handleConnect() }
-  Disconnect (): void { this.strap.handleDisconnect() }
+  get Connected (): boolean { return this.strap.link === this.view }
+  get ServicesResolved (): boolean { return this.strap.link === this.view && this.view.servicesResolved }
+  get Adapter (): string { return `/org/bluez/${this.view.adapter}` }
+  async Connect (): Promise<void> { await this.strap.handleConnect(this.view) }
+  Disconnect (): void { if (this.strap.link === this.view) this.strap.handleDisconnect() }
 }
 Device1.configureMembers({
   properties: {
@@ -93,6 +101,31 @@ Battery1.configureMembers({
   }
 })
 
+/** The strap as one adapter knows it: its objects under /org/bluez/<adapter>. */
+export class StrapView {
+  readonly path: string
+  readonly device1: Device1
+  readonly battery1: Battery1
+  readonly gatt: HeartRateGatt
+  visible = false
+  servicesResolved = false
+  gattExported = false
+  batteryExported = false
+  /** Linked while the adapter was past its silentAbove: notifications go nowhere. */
+  silent = false
+
+  constructor (readonly strap: EmulatedStrap, readonly adapter: string) {
+    this.path = `/org/bluez/${adapter}/${devicePathSegment(strap.address)}`
+    this.device1 = new Device1(strap, this)
+    this.battery1 = new Battery1(strap)
+    this.gatt = new HeartRateGatt(this.path, {
+      location: () => strap.location,
+      controlPointWrite: (value) => { strap.controlPointWrites.push(value) },
+      notifyChange: (on) => { strap.emit(on ? 'subscribed' : 'unsubscribed') }
+    })
+  }
+}
+
 export interface EmulatedStrapEvents {
   subscribed: []
   unsubscribed: []
@@ -102,44 +135,54 @@ export interface EmulatedStrapEvents {
 
 export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
   readonly address: string
-  readonly path: string
   name: string
   rssi: number
+  readonly rssiAt: Map<string, number>
   battery: number | undefined
   location: number
   faults: StrapFaults = {}
   readonly controlPointWrites: Uint8Array[] = []
   /** Connect() calls received, refused or not. */
   connectCalls = 0
-  connected = false
-  servicesResolved = false
-  /** Exported on the bus (discovered). */
-  visible = false
-
-  private readonly device1: Device1
-  private readonly battery1: Battery1
-  private readonly gatt: HeartRateGatt
-  private batteryExported = false
-  private gattExported = false
+  /** The view (adapter) the strap is linked through. */
+  link: StrapView | undefined
+  private readonly views = new Map<string, StrapView>()
 
   constructor (readonly host: StrapHost, opts: StrapOptions & { address: string }) {
     super()
     this.address = opts.address
-    this.path = `${host.adapterPath}/${devicePathSegment(opts.address)}`
     this.name = opts.name ?? `HRM ${opts.address.slice(-5)}`
     this.rssi = opts.rssi ?? -60
+    this.rssiAt = new Map(Object.entries(opts.rssiAt ?? {}))
     this.battery = opts.battery
     this.location = opts.location ?? 1
-    this.device1 = new Device1(this)
-    this.battery1 = new Battery1(this)
-    this.gatt = new HeartRateGatt(this.path, {
-      location: () => this.location,
-      controlPointWrite: (value) => { this.controlPointWrites.push(value) },
-      notifyChange: (on) => { this.emit(on ? 'subscribed' : 'unsubscribed') }
-    })
   }
 
-  get notifying (): boolean { return this.gatt.measurement.isNotifying() }
+  /** The strap's object path under the first adapter. */
+  get path (): string { return this.view(this.host.firstAdapter).path }
+  get connected (): boolean { return this.link !== undefined }
+  get servicesResolved (): boolean { return this.link?.servicesResolved ?? false }
+  /** Exported under at least one adapter (discovered). */
+  get visible (): boolean { return [...this.views.values()].some(v => v.visible) }
+  get notifying (): boolean { return this.link?.gatt.measurement.isNotifying() ?? false }
+  /** The adapter the strap is linked through, if any. */
+  get connectedVia (): string | undefined { return this.link?.adapter }
+  /** True while linked through an adapter past its silentAbove. */
+  get silent (): boolean { return this.link?.silent ?? false }
+
+  rssiOn (adapter: string): number { return this.rssiAt.get(adapter) ?? this.rssi }
+
+  view (adapter: string): StrapView {
+    let v = this.views.get(adapter)
+    if (v === undefined) { v = new StrapView(this, adapter); this.views.set(adapter, v) }
+    return v
+  }
+
+  /** The view at `path`, if the strap is exported there. */
+  viewAt (path: string): StrapView | undefined {
+    for (const v of this.views.values()) if (v.path === path && v.visible) return v
+    return undefined
+  }
 
   uuids (): string[] {
     const list = [uuid16(0x1800), uuid16(0x1801), HEART_RATE_SERVICE_UUID, uuid16(0x180a)]
@@ -147,10 +190,11 @@ export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
     return list
   }
 
-  /** Sends raw Heart Rate Measurement bytes; true when a client was subscribed. */
+  /** Sends raw Heart Rate Measurement bytes; true when a subscribed client received them (never through a silent link). */
   notify (bytes: Uint8Array): boolean {
-    if (!this.connected) return false
-    return this.gatt.measurement.notify(bytes)
+    const link = this.link
+    if (link === undefined || link.silent) return false
+    return link.gatt.measurement.notify(bytes)
   }
 
   sendHeartRate (m: HeartRateMeasurementInput): boolean {
@@ -159,12 +203,15 @@ export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
 
   setBattery (pct: number): void {
     this.battery = pct
-    if (this.batteryExported) changed(this.battery1, { Percentage: pct })
+    for (const v of this.views.values()) if (v.batteryExported) changed(v.battery1, { Percentage: pct })
   }
 
-  setRssi (rssi: number): void {
-    this.rssi = rssi
-    if (this.visible) changed(this.device1, { RSSI: rssi })
+  /** Signal strength as every adapter hears it, or as `adapter` hears it. */
+  setRssi (rssi: number, adapter?: string): void {
+    if (adapter === undefined) { this.rssi = rssi; this.rssiAt.clear() } else this.rssiAt.set(adapter, rssi)
+    for (const v of this.views.values()) {
+      if (v.visible && (adapter === undefined || v.adapter === adapter)) changed(v.device1, { RSSI: rssi })
+    }
   }
 
   /** The strap goes out of range or resets: the link drops without a Disconnect call. */
@@ -174,24 +221,30 @@ export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
 
   // ---- called by the emulator ----
 
-  appear (): void {
-    if (this.visible) return
-    this.visible = true
-    this.host.tree.add(this.path, this.device1)
+  /** Discovered by `adapter`. */
+  appear (adapter: string): void {
+    const v = this.view(adapter)
+    if (v.visible) return
+    v.visible = true
+    this.host.tree.add(v.path, v.device1)
   }
 
-  vanish (): void {
-    if (!this.visible) return
-    this.teardownLink()
-    this.visible = false
-    this.host.tree.remove(this.path)
+  /** Gone from `adapter`'s list (every adapter's when absent); a link through it drops. */
+  vanish (adapter?: string): void {
+    for (const v of this.views.values()) {
+      if (!v.visible || (adapter !== undefined && v.adapter !== adapter)) continue
+      if (this.link === v) this.teardownLink()
+      v.visible = false
+      this.host.tree.remove(v.path)
+    }
   }
 
   // ---- D-Bus method bodies ----
 
-  async handleConnect (): Promise<void> {
+  async handleConnect (view: StrapView): Promise<void> {
     this.connectCalls++
-    if (!this.host.powered()) throw bluezError('NotReady', 'Resource Not Ready')
+    const adapter = this.host.adapter(view.adapter)
+    if (adapter === undefined || !adapter.powered) throw bluezError('NotReady', 'Resource Not Ready')
     const { refuseConnect, refuseCount } = this.faults
     if (refuseConnect !== undefined && refuseConnect !== null && (refuseCount === undefined || refuseCount > 0)) {
       if (refuseCount !== undefined) this.faults.refuseCount = refuseCount - 1
@@ -199,47 +252,56 @@ export class EmulatedStrap extends EventEmitter<EmulatedStrapEvents> {
         ? bluezError('Failed', 'Software caused connection abort')
         : bluezError('InProgress', 'In Progress')
     }
-    if (this.connected) throw bluezError('AlreadyConnected', 'Already Connected')
-    this.connected = true
-    changed(this.device1, { Connected: true })
+    if (this.link === view) throw bluezError('AlreadyConnected', 'Already Connected')
+    // Linked through another adapter: the strap no longer advertises, so this attempt times out.
+    if (this.link !== undefined) throw bluezError('Failed', 'le-connection-abort-by-local')
+    const links = this.host.linksOn(view.adapter)
+    const { maxConnections, silentAbove } = adapter.limits
+    // The controller has no room for another link: BlueZ cancels the LE connection attempt.
+    if (maxConnections !== undefined && links >= maxConnections) throw bluezError('Failed', 'le-connection-abort-by-local')
+    view.silent = silentAbove !== undefined && links >= silentAbove
+    this.link = view
+    changed(view.device1, { Connected: true })
     this.emit('connected')
     // Service discovery completes after the Connect reply, as on a real link.
-    setImmediate(() => { this.resolveServices() })
+    setImmediate(() => { this.resolveServices(view) })
   }
 
   handleDisconnect (): void {
     this.teardownLink()
   }
 
-  private resolveServices (): void {
-    if (!this.connected || this.faults.neverResolveServices === true) return
-    for (const [path, iface] of this.gatt.objects()) this.host.tree.add(path, iface)
-    this.gattExported = true
+  private resolveServices (view: StrapView): void {
+    if (this.link !== view || this.faults.neverResolveServices === true) return
+    for (const [path, iface] of view.gatt.objects()) this.host.tree.add(path, iface)
+    view.gattExported = true
     if (this.battery !== undefined) {
-      this.host.tree.add(this.path, this.battery1)
-      this.batteryExported = true
+      this.host.tree.add(view.path, view.battery1)
+      view.batteryExported = true
     }
-    this.servicesResolved = true
-    changed(this.device1, { ServicesResolved: true })
+    view.servicesResolved = true
+    changed(view.device1, { ServicesResolved: true })
   }
 
   private teardownLink (): void {
-    if (!this.connected) return
-    this.gatt.measurement.endNotify()
-    if (this.servicesResolved) {
-      this.servicesResolved = false
-      changed(this.device1, { ServicesResolved: false })
+    const view = this.link
+    if (view === undefined) return
+    view.gatt.measurement.endNotify()
+    if (view.servicesResolved) {
+      view.servicesResolved = false
+      changed(view.device1, { ServicesResolved: false })
     }
-    if (this.gattExported) {
-      for (const [path] of this.gatt.objects().reverse()) this.host.tree.remove(path)
-      this.gattExported = false
+    if (view.gattExported) {
+      for (const [path] of view.gatt.objects().reverse()) this.host.tree.remove(path)
+      view.gattExported = false
     }
-    if (this.batteryExported) {
-      this.host.tree.remove(this.path, this.battery1)
-      this.batteryExported = false
+    if (view.batteryExported) {
+      this.host.tree.remove(view.path, view.battery1)
+      view.batteryExported = false
     }
-    this.connected = false
-    changed(this.device1, { Connected: false })
+    this.link = undefined
+    view.silent = false
+    changed(view.device1, { Connected: false })
     this.emit('disconnected')
   }
 }

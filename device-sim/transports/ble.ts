@@ -3,7 +3,7 @@
 // as the demo does). The relay reaches them through node-ble with
 // DBUS_SYSTEM_BUS_ADDRESS set to the printed address.
 import { rrMsToUnits } from '../../firmware-protocol/ble.ts'
-import { BluezEmulator, type EmulatedStrap } from '../ble/bluez-emulator.ts'
+import { BluezEmulator, type AdapterLimits, type EmulatedStrap } from '../ble/bluez-emulator.ts'
 import { startPrivateBus, type PrivateBus } from '../ble/private-bus.ts'
 import { SimError } from '../errors.ts'
 import type { LinkFaultKind } from '../faults.ts'
@@ -18,6 +18,10 @@ export interface BleTransportOptions {
    * when the caller stops the emulator.
    */
   emulator?: { bluez: BluezEmulator, busAddress: string }
+  /** Adapters of the emulator this transport starts (hci0, hci1, ...), default 1. */
+  adapters?: number
+  /** Limits of each of those adapters (docs/operator.md "Several Bluetooth adapters"). */
+  limits?: AdapterLimits
 }
 
 /** A random static address (top two bits set) for strap `index`, derived from the seed. */
@@ -54,7 +58,7 @@ export class BleTransport implements SimTransport {
     }
     this.address = this.options.busAddress ?? (this.bus as PrivateBus).address
     try {
-      this.emulator = await BluezEmulator.start({ busAddress: this.address })
+      this.emulator = await BluezEmulator.start({ busAddress: this.address, adapters: this.options.adapters ?? 1, limits: this.options.limits ?? {} })
     } catch (err) {
       await this.bus?.stop()
       throw new SimError('transport_unavailable', `cannot own org.bluez on ${this.address}: ${(err as Error).message}`, { cause: err })
@@ -72,8 +76,11 @@ export class BleTransport implements SimTransport {
   get bluez (): BluezEmulator | undefined { return this.emulator }
 
   describe (): string[] {
+    const { maxConnections, silentAbove } = this.options.limits ?? {}
+    const limits = [maxConnections === undefined ? 'no connection limit' : `at most ${maxConnections} connections each`, ...(silentAbove === undefined ? [] : [`silent above ${silentAbove}`])]
     return [
       `BlueZ emulator on a private D-Bus: DBUS_SYSTEM_BUS_ADDRESS=${this.address}`,
+      `adapters ${this.emulator?.adapterNames.join(', ') ?? ''}: ${limits.join(', ')}`,
       `start the relay with it: DBUS_SYSTEM_BUS_ADDRESS=${this.address} hr-relay start`,
       ...this.devices.map(d => `strap ${d.device_id} (${d.label}): pair with  hr-relay admin device add ${d.device_id} --user <username>`)
     ]

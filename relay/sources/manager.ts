@@ -5,8 +5,8 @@
 // loads them.
 import type { Logger } from 'pino'
 import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.ts'
-import type { HealthEntry } from '../../api/services.ts'
-import type { Config } from '../config.ts'
+import type { AdapterHealth, HealthEntry } from '../../api/services.ts'
+import { bleAdapters, type Config } from '../config.ts'
 import type { DeviceSighting, Source, SourceSink, SourceStatus } from './source.ts'
 
 export interface SourceDeps {
@@ -47,13 +47,19 @@ export class LazySource implements Source {
   status (): SourceStatus {
     return this.source?.status() ?? (this.stopped ? { state: 'stopped', connected: 0 } : { ...this.before })
   }
+
+  adapters (): AdapterHealth[] {
+    return this.source?.adapters?.() ?? []
+  }
 }
 
 export function buildSources (config: Config, log: Logger, isPaired: (id: string) => boolean): Source[] {
   const sources: Source[] = []
   if (config.ble.enabled) {
     sources.push(new LazySource('ble', async () => new (await import('./ble.ts')).BleSource({
-      adapter: config.ble.adapter,
+      adapters: bleAdapters(config.ble).map(a => ({ name: a.name, maxConnections: a.max_connections })),
+      fullHoldMs: config.ble.full_hold_ms,
+      silentAfterMs: config.ble.silent_after_ms,
       allow: config.ble.allow.map(a => a.toUpperCase()),
       shouldConnect: address => isPaired(address),
       connectTimeoutMs: config.ble.connect_timeout_ms,
@@ -115,8 +121,14 @@ export class SourceManager {
   health (): HealthEntry[] {
     return this.sources.map(s => {
       const st = this.states.get(s.id) ?? s.status()
-      return { id: s.id, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }), ...(st.connected === undefined ? {} : { connected: st.connected }) }
+      const adapters = s.adapters?.() ?? []
+      return { id: s.id, state: st.state, ...(st.detail === undefined ? {} : { detail: st.detail }), ...(st.connected === undefined ? {} : { connected: st.connected }), ...(adapters.length === 0 ? {} : { adapters }) }
     })
+  }
+
+  /** Every source's adapters (BLE), by source id, for /metrics. */
+  adapters (): Array<{ source: string, adapter: AdapterHealth }> {
+    return this.sources.flatMap(s => (s.adapters?.() ?? []).map(adapter => ({ source: s.id, adapter })))
   }
 
   connected (): Record<string, number> {

@@ -19,6 +19,7 @@
 // (sourceSuite for a Source, ingestSuite for the Ingest side), one file per
 // adapter under test/conformance/.
 import type { DeviceSighting, Reading, IngestResult } from '../../api/pipeline/reading.ts'
+import type { AdapterHealth } from '../../api/services.ts'
 
 export type { DeviceSighting }
 
@@ -49,4 +50,6 @@ export interface Source {
   /** Stops and removes every listener the source added. Idempotent. */
   stop (): Promise<void>
   status (): SourceStatus
+  /** A source that spreads devices over several radios (BLE adapters) lists them. */
+  adapters? (): AdapterHealth[]
 }

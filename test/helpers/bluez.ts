@@ -10,9 +10,9 @@ export interface EmulatedBluez {
   stop (): Promise<void>
 }
 
-export async function startEmulatedBluez (): Promise<EmulatedBluez> {
+export async function startEmulatedBluez (options: Omit<Parameters<typeof BluezEmulator.start>[0], 'busAddress'> = {}): Promise<EmulatedBluez> {
   const bus = await startPrivateBus()
-  const emulator = await BluezEmulator.start({ busAddress: bus.address })
+  const emulator = await BluezEmulator.start({ ...options, busAddress: bus.address })
   const previous = process.env.DBUS_SYSTEM_BUS_ADDRESS
   process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address
   let stopping: Promise<void> | undefined

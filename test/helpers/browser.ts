@@ -40,7 +40,9 @@ export async function launch (t: Tap): Promise<Browser> {
     const starting = Promise.all([
       chromium.launch({
         executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', `--disable-features=${DISABLED_FEATURES.join(',')}`]
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', `--disable-features=${DISABLED_FEATURES.join(',')}`],
+        // The browser outlives a test's private D-Bus (the BlueZ emulator's): it must not connect to it, or it exits when that bus stops.
+        env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[0] !== 'DBUS_SYSTEM_BUS_ADDRESS' && e[1] !== undefined))
       }),
       mkdir(ARTIFACTS, { recursive: true })
     ]).then(([browser]) => browser)

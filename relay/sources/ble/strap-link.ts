@@ -1,7 +1,9 @@
 // One heart-rate strap's connection, kept up for as long as the source wants
-// it: connect, wait for services, subscribe to 0x2A37, read 0x2A38 and the
-// battery once, hand every notification to the sink; on a drop or an error,
-// release everything and try again after an exponential, jittered delay.
+// it: take an adapter from the pool, connect, wait for services, subscribe to
+// 0x2A37, read 0x2A38 and the battery once, hand every notification to the
+// sink; on a drop or an error, release everything and try again after an
+// exponential, jittered delay. When the adapter refused for lack of room or
+// the link stayed silent, it tries another adapter at once.
 import type pino from 'pino'
 import type NodeBle from 'node-ble'
 import {
@@ -18,12 +20,12 @@ import { reopenDelay, type BackoffOptions } from '../../reopen-backoff.ts'
 import { BleError, bluezErrorName, describeError, isBleError } from './errors.ts'
 import { releaseDevice, releaseGatt } from './node-ble-quirks.ts'
 import { devicePath, type BluezSession } from './session.ts'
+import type { AdapterPool, AdapterSlot } from './adapter-pool.ts'
 import { sleep } from './timeout.ts'
 
 export interface StrapLinkOptions {
   address: string
-  adapterName: string
-  adapter: NodeBle.Adapter
+  pool: AdapterPool
   session: BluezSession
   sink: SourceSink
   log: pino.Logger
@@ -31,10 +33,14 @@ export interface StrapLinkOptions {
   gattTimeoutMs: number
   backoff: BackoffOptions
   maxInFlight: number
-  /** True while the adapter is off: no attempts until kick(). */
+  /** A link that connected and subscribed but delivered nothing for this long is moved to another adapter. */
+  silentAfterMs: number
+  /** True while no adapter is usable: no attempts until kick(). */
   paused: () => boolean
   /** Called whenever `connected` changes. */
   onChange: () => void
+  /** An attempt through this adapter found it gone from D-Bus: the source checks it. */
+  adapterTrouble: (name: string) => void
 }
 
 const SERVICES_POLL_MS = 100
@@ -48,13 +54,18 @@ export class StrapLink {
   location: string | undefined
   /** Completed connections (for diagnostics and tests). */
   connections = 0
+  /** The adapter of the current attempt or link. */
+  slot: AdapterSlot | undefined
+  private path = ''
+  private moveNow = false
+  private delivered = false
+  private silenceTimer: NodeJS.Timeout | undefined
   private attempt = 0
   private readonly stopController = new AbortController()
   private wake = new AbortController()
   private dropped: (() => void) | undefined
   private inFlight = 0
   private running: Promise<void> | undefined
-  private readonly path: string
   private readonly log: pino.Logger
 
   // What the current attempt holds, released by release().
@@ -66,7 +77,6 @@ export class StrapLink {
 
   constructor (private readonly o: StrapLinkOptions) {
     this.address = o.address
-    this.path = devicePath(o.adapterName, o.address)
     this.log = o.log.child({ device: o.address })
   }
 
@@ -77,6 +87,13 @@ export class StrapLink {
   /** Cuts a backoff wait short and restarts the delays from the beginning (adapter back on). */
   kick (): void {
     this.attempt = 0
+    this.wake.abort()
+  }
+
+  /** Ends the link or attempt through the current adapter and tries another at once (its adapter went away). */
+  move (): void {
+    this.moveNow = true
+    this.dropped?.()
     this.wake.abort()
   }
 
@@ -95,21 +112,42 @@ export class StrapLink {
     while (!this.stopped) {
       while (this.o.paused() && !this.stopped) await this.pausedUntilKicked()
       if (this.stopped) break
-      try {
-        await this.connectOnce()
-        this.attempt = 0
-        await this.untilDropped()
-        if (!this.stopped) this.log.warn('strap link dropped')
-      } catch (err) {
-        if (!this.stopped) this.logFailure(err)
+      this.moveNow = false
+      const slot = this.o.pool.choose(this.address)
+      if (slot !== undefined) {
+        this.slot = slot
+        this.path = devicePath(slot.name, this.address)
+        try {
+          await this.connectOnce(slot)
+          this.attempt = 0
+          await this.untilDropped()
+          if (!this.stopped && !this.moveNow) this.log.warn({ adapter: slot.name }, 'strap link dropped')
+        } catch (err) {
+          if (!this.stopped) this.attemptFailed(err, slot.name)
+        }
+        if (this.stopped) break
+        await this.release(true)
+        if (this.moveNow) continue
+      } else {
+        this.log.debug('no adapter with room hears the strap; waiting')
       }
-      if (this.stopped) break
-      await this.release(true)
       const delay = reopenDelay(this.attempt++, this.o.backoff)
       this.log.debug({ delay_ms: delay }, 'reconnecting after backoff')
       if (this.wake.signal.aborted) this.wake = new AbortController()
       await sleep(delay, AbortSignal.any([this.wake.signal, this.stopController.signal]))
       if (this.wake.signal.aborted) this.wake = new AbortController()
+    }
+  }
+
+  /** Logs a failed attempt; moves on at once when the adapter refused for lack of room or is gone and another can take the strap. */
+  private attemptFailed (err: unknown, adapter: string): void {
+    this.logFailure(err)
+    const name = bluezErrorName(err)
+    if (err === this.connectError && name === 'org.bluez.Error.Failed' && this.o.pool.refused(adapter, this.address)) {
+      this.log.warn({ adapter, err: describeError(err) }, 'adapter refused a connection while holding others; holding it full')
+      this.moveNow = this.o.pool.hasOtherFor(this.address, adapter)
+    } else if (name === 'org.freedesktop.DBus.Error.UnknownObject' || isBleError(err, 'vanished')) {
+      this.o.adapterTrouble(adapter)
     }
   }
 
@@ -125,15 +163,21 @@ export class StrapLink {
     else this.log.warn({ err: detail, attempt: this.attempt }, 'strap connection attempt failed unexpectedly')
   }
 
-  private async connectOnce (): Promise<void> {
+  /** The error Device1.Connect answered in this attempt (a refusal there is the adapter's, not the link's). */
+  private connectError: unknown
+
+  private async connectOnce (slot: AdapterSlot): Promise<void> {
     const { session, gattTimeoutMs, connectTimeoutMs } = this.o
     const signal = this.stopController.signal
     let linkLost = false
     this.dropped = () => { linkLost = true }
+    // A notification may arrive as soon as StartNotify is answered, before the link counts as connected.
+    this.delivered = false
+    this.connectError = undefined
 
     let device: NodeBle.Device
     try {
-      device = await session.call(this.o.adapter.getDevice(this.address), 'getDevice', signal)
+      device = await session.call(slot.adapter.getDevice(this.address), 'getDevice', signal)
     } catch (err) {
       if (err instanceof Error && err.message === 'Device not found') throw new BleError('vanished', this.address)
       throw err
@@ -143,7 +187,10 @@ export class StrapLink {
     try {
       await session.call(device.connect(), 'Connect', signal, connectTimeoutMs)
     } catch (err) {
-      if (bluezErrorName(err) !== 'org.bluez.Error.AlreadyConnected') throw err
+      if (bluezErrorName(err) !== 'org.bluez.Error.AlreadyConnected') {
+        this.connectError = err
+        throw err
+      }
     }
     // Wait for ServicesResolved ourselves, with a deadline: node-ble's gatt()
     // would wait forever and leave its listener behind.
@@ -175,8 +222,20 @@ export class StrapLink {
     if (linkLost) throw new BleError('vanished', `${this.address} dropped while connecting`)
     this.connected = true
     this.connections++
-    this.log.info({ location: this.location, battery_percent: this.battery }, 'strap connected')
+    this.o.pool.linked(slot.name, this.address)
+    if (!this.delivered) this.silenceTimer = setTimeout(() => { this.silenceElapsed(slot.name) }, this.o.silentAfterMs)
+    this.log.info({ adapter: slot.name, location: this.location, battery_percent: this.battery }, 'strap connected')
     this.o.onChange()
+  }
+
+  /** Connected and subscribed, and nothing arrived: the adapter accepted a link it cannot serve. */
+  private silenceElapsed (adapter: string): void {
+    this.silenceTimer = undefined
+    if (this.delivered || !this.connected || this.stopped) return
+    this.o.pool.silent(adapter, this.address)
+    this.log.warn({ adapter, silent_ms: this.o.silentAfterMs }, 'strap connected and subscribed but silent; trying another adapter')
+    this.moveNow = true
+    this.dropped?.()
   }
 
   private async waitServicesResolved (signal: AbortSignal, lost: () => boolean): Promise<void> {
@@ -198,6 +257,11 @@ export class StrapLink {
 
   private handleValue (value: Buffer): void {
     const measuredAt = Date.now()
+    if (!this.delivered) {
+      this.delivered = true
+      clearTimeout(this.silenceTimer)
+      this.silenceTimer = undefined
+    }
     let m
     try {
       m = decodeHeartRateMeasurement(new Uint8Array(value.buffer, value.byteOffset, value.byteLength))
@@ -242,7 +306,10 @@ export class StrapLink {
 
   /** Removes every listener this attempt added; disconnects best-effort when asked. */
   private async release (disconnect: boolean): Promise<void> {
-    const { device, gatt, measurement } = this
+    const { device, gatt, measurement, slot } = this
+    clearTimeout(this.silenceTimer)
+    this.silenceTimer = undefined
+    this.slot = undefined
     this.device = undefined
     this.gatt = undefined
     this.measurement = undefined
@@ -262,5 +329,6 @@ export class StrapLink {
     }
     if (gatt !== undefined) await releaseGatt(gatt).catch(() => {})
     if (device !== undefined) releaseDevice(device)
+    if (slot !== undefined) this.o.pool.release(slot.name, this.address)
   }
 }

@@ -77,3 +77,71 @@ t.test('operator pairs an unpaired strap and its readings arrive under the membe
   t.equal(svc.service.services.devices.get(ADDRESS), undefined)
   t.same(errors, [], 'no page errors')
 })
+
+t.test('the device page shows every Bluetooth adapter and the adapter of each strap; an unplugged one stays listed', async t => {
+  const ble = await startEmulatedBluez({ adapters: 2 })
+  const NEAR0 = 'C0:FF:EE:00:00:10'
+  const NEAR1 = 'C0:FF:EE:00:00:11'
+  ble.emulator.addStrap({ address: NEAR0, rssiAt: { hci0: -50, hci1: -80 } })
+  const near1 = ble.emulator.addStrap({ address: NEAR1, rssiAt: { hci0: -80, hci1: -50 } })
+  const svc = await startTestService(t, {
+    // The straps send nothing here: silent_after_ms is long enough that no link counts as silent however slow the machine.
+    ble: { enabled: true, adapters: [{ name: 'hci0', max_connections: 1 }, { name: 'hci1', max_connections: 2 }], silent_after_ms: 3_600_000, rescan_interval_ms: 200, backoff_initial_ms: 50, backoff_max_ms: 400 }
+  })
+  t.teardown(async () => {
+    await svc.stop()
+    await ble.stop()
+  })
+  const [rider, other, browser] = await Promise.all([svc.user('rider'), svc.user('other'), launch(t)])
+  await svc.service.services.devices.add({ device_id: NEAR0, profile_id: rider, kind: 'ble' })
+  await svc.service.services.devices.add({ device_id: NEAR1, profile_id: other, kind: 'ble' })
+
+  const errors: string[] = []
+  const { page } = await newPage(browser, errors)
+  await page.goto(`${svc.url}/operator/signin`)
+  await page.getByLabel('Admin token').fill(svc.adminToken)
+  await Promise.all([page.waitForURL(`${svc.url}/operator`), page.getByRole('button', { name: 'Sign in' }).click()])
+
+  const adapters = page.locator('table', { hasText: 'Bluetooth adapters' })
+  const rowsOf = async (): Promise<string[][]> => await adapters.locator('tbody tr').evaluateAll(rows =>
+    rows.map(r => [...r.querySelectorAll('td')].map(td => (td.textContent ?? '').trim())))
+  const both = await eventually('both straps connected, each through the adapter that hears it best', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    const rows = await rowsOf()
+    return rows.map(r => r[2]).join() === '1,1' ? rows : undefined
+  })
+  t.same(both, [['hci0', 'full', '1', '1', '0', '0'], ['hci1', 'up', '1', '2', '0', '0']])
+  await eventually('each strap row naming its adapter', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    return await page.locator('tr', { hasText: NEAR1 }).locator('.device-adapter').count() === 1 ? true : undefined
+  })
+  t.equal(await page.locator('tr', { hasText: NEAR0 }).locator('.device-adapter').textContent(), 'via hci0')
+  t.equal(await page.locator('tr', { hasText: NEAR1 }).locator('.device-adapter').textContent(), 'via hci1')
+
+  const health = await (await fetch(`${svc.url}/health`)).json() as { sources: Array<{ id: string, adapters?: unknown }> }
+  t.same(health.sources.find(s => s.id === 'ble')?.adapters, [
+    { name: 'hci0', state: 'full', connections: 1, limit: 1, silent_total: 0, refused_total: 0 },
+    { name: 'hci1', state: 'up', connections: 1, limit: 2, silent_total: 0, refused_total: 0 }
+  ])
+  const metrics = await (await fetch(`${svc.url}/metrics`)).text()
+  for (const line of [
+    'hr_relay_ble_adapter_connections{adapter="hci0"} 1',
+    'hr_relay_ble_adapter_max_connections{adapter="hci1"} 2',
+    'hr_relay_ble_adapter_state{adapter="hci0",state="full"} 1',
+    'hr_relay_ble_adapter_state{adapter="hci1",state="up"} 1',
+    'hr_relay_ble_adapter_silent_total{adapter="hci1"} 0',
+    'hr_relay_ble_adapter_refused_total{adapter="hci0"} 0'
+  ]) t.ok(metrics.split('\n').includes(line), line)
+
+  // hci1 is unplugged: hci0 has no room for its strap, which waits; hci1 stays listed as missing.
+  ble.emulator.unplugAdapter('hci1')
+  const unplugged = await eventually('hci1 listed as missing', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    const rows = await rowsOf()
+    return rows[1]?.[1] === 'missing' ? rows : undefined
+  })
+  t.same(unplugged, [['hci0', 'full', '1', '1', '0', '0'], ['hci1', 'missing', '0', '2', '0', '0']])
+  t.equal(near1.connected, false)
+  t.equal(await page.locator('tr', { hasText: NEAR1 }).locator('.device-adapter').count(), 0, 'no adapter shown for a strap that is not connected')
+  t.same(errors, [], 'no page errors')
+})

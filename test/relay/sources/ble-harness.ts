@@ -82,9 +82,9 @@ export interface BleWorld {
 export interface Teardownable { teardown (fn: () => Promise<void> | void): void }
 
 /** Starts dbus-daemon + emulator, points node-ble at them, and tears all down in order. */
-export async function startBleWorld (t: Teardownable): Promise<BleWorld> {
+export async function startBleWorld (t: Teardownable, options: Omit<Parameters<typeof BluezEmulator.start>[0], 'busAddress'> = {}): Promise<BleWorld> {
   const bus = await startPrivateBus()
-  const emulator = await BluezEmulator.start({ busAddress: bus.address })
+  const emulator = await BluezEmulator.start({ ...options, busAddress: bus.address })
   process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address
   const first: Array<() => Promise<void> | void> = []
   t.teardown(async () => {
@@ -95,8 +95,9 @@ export async function startBleWorld (t: Teardownable): Promise<BleWorld> {
   return { bus, emulator, onTeardown: (fn) => { first.push(fn) } }
 }
 
-/** Fast, but not timing-sensitive, options for tests. */
+/** Fast, but not timing-sensitive, options for tests (straps that send nothing never count as silent unless a test says so). */
 export const FAST = {
+  silentAfterMs: 3_600_000,
   rescanIntervalMs: 100,
   backoff: { initialMs: 50, maxMs: 400 },
   connectTimeoutMs: 5000,
