@@ -242,6 +242,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
     stack.push(async () => { await sources.stop() })
     healthSources.push(() => sources.health())
     metrics.trackConnected(() => sources.connected())
+    metrics.trackSourceStates(() => sources.health())
 
     // Outputs: each reading of the configured member. The member is resolved
     // lazily from the hub's feed (relay/outputs/member-feed.ts), so a member

@@ -5,12 +5,16 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { FastifyInstance } from 'fastify'
 import type { Ingest, IngestResult, Reading } from '../api/pipeline/reading.ts'
+import type { SourceState } from './sources/source.ts'
 
 /** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
 /** Writes per group: one reading is about 4 (reading, minute and hour rollup, latest); the pipeline caps a group at 5,000 readings. */
 const GROUP_BUCKETS = [1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384]
+
+/** Every state a source reports, each a label value of hr_relay_source_state. */
+const SOURCE_STATES = ['starting', 'running', 'degraded', 'unavailable', 'stopped'] as const satisfies readonly SourceState[]
 
 export class Metrics {
   readonly registry = new Registry()
@@ -30,6 +34,7 @@ export class Metrics {
   private readonly appendLatency: Histogram
   private readonly groupOps: Histogram
   private readonly collectors: Array<() => void> = []
+  private readonly sourceState: Gauge<'source' | 'state'>
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry]
@@ -48,6 +53,7 @@ export class Metrics {
     this.appendLatency = new Histogram({ name: 'hr_relay_reading_log_append_seconds', help: 'Time to write one group of readings durably (a LevelDB sync batch), failures included', buckets: LATENCY_BUCKETS, registers })
     this.groupOps = new Histogram({ name: 'hr_relay_reading_group_writes', help: 'Writes (readings, rollups and latest records) per group of readings', buckets: GROUP_BUCKETS, registers })
     this.clockSkew = new Gauge({ name: 'hr_relay_clock_skew_corrected_total', help: 'Readings ahead of the relay clock by at most data.max_clock_skew_ms, stored at receive time, by source (monotonic)', labelNames: ['source'], registers })
+    this.sourceState = new Gauge({ name: 'hr_relay_source_state', help: 'Each input source\'s state (starting, running, degraded: reopening with backoff, unavailable, stopped): 1 for its current state, 0 for the others', labelNames: ['source', 'state'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
     this.wsClients.set(0)
@@ -91,6 +97,13 @@ export class Metrics {
   /** Connected devices per source, read at scrape time. */
   trackConnected (counts: () => Record<string, number>): void {
     this.collectors.push(() => { for (const [source, n] of Object.entries(counts())) this.connected.set({ source }, n) })
+  }
+
+  /** Every source's state, read at scrape time (the same states /health reports). */
+  trackSourceStates (states: () => ReadonlyArray<{ id: string, state: string }>): void {
+    this.collectors.push(() => {
+      for (const s of states()) for (const state of SOURCE_STATES) this.sourceState.set({ source: s.id, state }, s.state === state ? 1 : 0)
+    })
   }
 
   /** Open API WebSocket streams, read at scrape time (the hub's stream counters). */
