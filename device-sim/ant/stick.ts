@@ -27,6 +27,11 @@ export interface SimStrap {
   transmissionType?: number
   rssi: number
   batteryPercent?: number
+  /**
+   * A background page (1, 2, 3 or 7) the strap sends first, for its first four messages, before the usual rotation;
+   * 7 makes its battery level known at once. Default: none, the rotation from its start.
+   */
+  firstBackgroundPage?: 1 | 2 | 3 | 7
 }
 
 interface StrapState extends Required<Pick<SimStrap, 'deviceNumber' | 'transmissionType'>> {
@@ -43,6 +48,9 @@ interface StrapState extends Required<Pick<SimStrap, 'deviceNumber' | 'transmiss
   previousEventTime: number
   beatCount: number
   messages: number
+  firstBackgroundPage: number | undefined
+  /** False while the strap is out of the stick's range: it keeps beating, and nothing of it is heard. */
+  inRange: boolean
   timer: NodeJS.Timeout | undefined
 }
 
@@ -130,6 +138,8 @@ export class AntStickSim {
       previousEventTime: eventTimeAt(now, epoch),
       beatCount: 0,
       messages: 0,
+      firstBackgroundPage: strap.firstBackgroundPage,
+      inRange: true,
       timer: undefined
     }
     this.straps.set(strap.deviceNumber, s)
@@ -146,6 +156,11 @@ export class AntStickSim {
     let at = s.lastBeatAt < now - 2000 ? now : s.lastBeatAt
     for (const rr of rrIntervalsMs) { at += rr; s.due.push(at) }
     s.lastBeatAt = at
+  }
+
+  /** A strap walks out of the stick's range (false) or back into it (true). */
+  setInRange (deviceNumber: number, inRange: boolean): void {
+    this.strap(deviceNumber).inRange = inRange
   }
 
   private strap (deviceNumber: number): StrapState {
@@ -174,12 +189,13 @@ export class AntStickSim {
       s.eventTime = eventTimeAt(at, s.epoch)
       s.beatCount = (s.beatCount + 1) & 0xff
     }
-    if (!this.receiving || this.port === undefined || s.heartRate === 0) return
+    if (!this.receiving || this.port === undefined || s.heartRate === 0 || !s.inRange) return
     const n = s.messages++
     // Pages: data page 4 with the toggle bit flipping every four messages; every 65th message starts four of a
     // background page (1, 2, 3 and 7 in turn).
     const block = Math.floor(n / 4)
-    const background = block % 16 === 15 ? BACKGROUND[Math.floor(block / 16) % BACKGROUND.length] as number : undefined
+    const first = block === 0 ? s.firstBackgroundPage : undefined
+    const background = first ?? (block % 16 === 15 ? BACKGROUND[Math.floor(block / 16) % BACKGROUND.length] as number : undefined)
     const page = encodeHeartRatePage({
       page: background ?? 4,
       toggle: block % 2 === 1,
