@@ -23,9 +23,9 @@
 //           first, one plain-text sensor with its id in the configuration),
 //           added to config.serial.
 //   ANT     one simulated ANT USB stick on a socat pty pair, added to
-//           config.ant with ANT's public network key (eight zero bytes): the
-//           simulated straps are heard on any key, and the real ANT+ key is
-//           the operator's own (docs/operator.md "ANT+ sticks").
+//           config.ant with a placeholder network key: the simulated stick
+//           hears its straps on any key, and the real ANT+ key is the
+//           operator's own (docs/operator.md "ANT+ sticks").
 // Strap addresses and serial ids are derived from the demo seed, so a restart
 // on the same data directory finds its pairings again. dbus-daemon and socat
 // run in their own process groups: a Ctrl-C reaches only hr-relay, which
@@ -65,7 +65,7 @@ export const SYSTEM_BUS_SOCKET = '/var/run/dbus/system_bus_socket'
 /** Members 8..10 wear ANT+ straps, heard by one simulated ANT stick. */
 export const DEMO_ANT_FIRST_MEMBER = 8
 export const DEMO_ANT_STRAPS = 3
-/** ANT's public network key: the demo's stick is simulated, and so are the straps it hears. */
+/** A placeholder, not any real network's key: the demo's stick is simulated and hears its straps on any key. */
 export const DEMO_ANT_NETWORK_KEY = '0000000000000000'
 
 export interface DemoAnt {
