@@ -42,6 +42,8 @@ interface StrapState extends Required<Pick<SimStrap, 'deviceNumber' | 'transmiss
   due: number[]
   /** The time of the last beat scheduled (due or not). */
   lastBeatAt: number
+  /** The last interval fed (ms); 0 before the first. */
+  lastRr: number
   /** The time (Date.now() clock) the strap's event-time clock reads 0. */
   epoch: number
   eventTime: number
@@ -132,6 +134,7 @@ export class AntStickSim {
       heartRate: 0,
       due: [],
       lastBeatAt: now,
+      lastRr: 0,
       epoch,
       // The strap has been beating before it was heard: its last beat is "now".
       eventTime: eventTimeAt(now, epoch),
@@ -149,12 +152,26 @@ export class AntStickSim {
   /** One second of a strap's physiology: its computed rate and the RR intervals of the beats in that second. */
   beats (deviceNumber: number, heartRate: number, rrIntervalsMs: number[], batteryPercent?: number): void {
     const s = this.strap(deviceNumber)
-    s.heartRate = heartRate
     if (batteryPercent !== undefined) s.batteryPercent = batteryPercent
-    // Beats follow the last one; after a pause in the feed (more than two seconds) they start again from now.
     const now = Date.now()
-    let at = s.lastBeatAt < now - 2000 ? now : s.lastBeatAt
-    for (const rr of rrIntervalsMs) { at += rr; s.due.push(at) }
+    // A strap that has sent nothing yet is put on now: its last beat is now, so its first interval is the first fed.
+    if (s.heartRate === 0 && s.messages === 0 && s.due.length === 0) {
+      s.lastBeatAt = now
+      s.eventTime = s.previousEventTime = eventTimeAt(now, s.epoch)
+    }
+    s.heartRate = heartRate
+    // Beats follow the last one. A pause in the feed (more than two seconds) is the feeder falling behind, not the
+    // heart stopping: the strap keeps beating at its last interval until now (after a minute or more, or with no
+    // interval yet, it starts again from now).
+    let at = s.lastBeatAt
+    if (at < now - 2000) {
+      if (s.lastRr > 0 && now - at <= 60_000) {
+        while (at + s.lastRr <= now) { at += s.lastRr; s.due.push(at) }
+      } else {
+        at = now
+      }
+    }
+    for (const rr of rrIntervalsMs) { at += rr; s.due.push(at); s.lastRr = rr }
     s.lastBeatAt = at
   }
 
