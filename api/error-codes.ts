@@ -11,6 +11,7 @@ import type { ApiErrorName } from './errors.ts'
 export const API_ERROR_CODES = {
   HR_DEVICE_EXISTS: { class: 'DeviceExistsError', message: 'device {id} is already paired', api: 'conflict' },
   HR_DEVICE_ID_INVALID: { class: 'InvalidDeviceIdError', message: 'device id {id} is not 1..64 of [A-Za-z0-9:_.-]', api: 'invalid_request' },
+  HR_ANT_DEVICE_ID_INVALID: { class: 'InvalidAntDeviceIdError', message: 'ANT+ device id {id} is not ant:<device number 1..1048575>', api: 'invalid_request' },
   HR_USER_EXISTS: { class: 'UserExistsError', message: 'user {username} already exists', api: 'conflict' },
   HR_TOO_MANY_WIDGETS: { class: 'TooManyWidgetsError', message: 'at most {max} widgets per user', api: 'conflict' },
   HR_REDIRECT_URI_INVALID: { class: 'InvalidRedirectUriError', message: 'redirect URI {uri} is not acceptable: {why}', api: 'invalid_request' },

@@ -110,7 +110,7 @@ export class AdminClient {
    * An existing pairing is removed and added again when `replace` (its
    * password is stored hashed and cannot be read back).
    */
-  async addDevice (deviceId: string, username: string, replace = false, kind: 'ble' | 'serial' | 'mqtt' | 'any' = 'mqtt'): Promise<DeviceCredentials> {
+  async addDevice (deviceId: string, username: string, replace = false, kind: 'ble' | 'serial' | 'mqtt' | 'ant' | 'any' = 'mqtt'): Promise<DeviceCredentials> {
     const flags = { user: username, kind, json: true }
     let r = await this.command(['device', 'add'], [deviceId], flags)
     if (r.status === 409 && replace) {

@@ -1,4 +1,4 @@
-// `hr-relay sim <ble|serial|mqtt|http>`: simulated straps and devices for
+// `hr-relay sim <ble|serial|mqtt|http|ant>`: simulated straps and devices for
 // hardware testers, app developers and benchmarks. See docs/operator.md "The simulator, for hardware testers".
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
@@ -11,6 +11,7 @@ import { pairDevices, provisionWriters, readCredentialsFile, readTokensFile, sim
 import { loadRecording } from './replay.ts'
 import { Simulation } from './runner.ts'
 import { loadScenario, BUNDLED_SCENARIOS, type FaultSpec } from './scenario.ts'
+import { AntTransport, MAX_SIM_ANT_STRAPS } from './transports/ant.ts'
 import { BleTransport, type BleTransportOptions } from './transports/ble.ts'
 import { HttpTransport } from './transports/http.ts'
 import { MqttTransport } from './transports/mqtt.ts'
@@ -18,9 +19,9 @@ import { parseSerialFormat, SerialTransport } from './transports/serial.ts'
 import { TRANSPORTS, type SimTransport, type TransportName } from './transports/transport.ts'
 import { attachView } from './view.ts'
 
-export const SIM_USAGE = `usage: hr-relay sim <ble|serial|mqtt|http> [options]
+export const SIM_USAGE = `usage: hr-relay sim <ble|serial|mqtt|http|ant> [options]
 
-  --count N            simulated devices (default 3)
+  --count N            simulated devices (default 3); --straps N is the same
   --rate HZ            readings per second per device (default 1)
   --duration S         stop after S seconds (default: until Ctrl-C)
   --seed N             physiology and addresses are reproducible from the seed (default 1)
@@ -42,6 +43,9 @@ export const SIM_USAGE = `usage: hr-relay sim <ble|serial|mqtt|http> [options]
          --stats-json    load generator: publish for --duration s (default 60), then print exact counts as JSON
  http:   --url URL       the relay's HTTP base URL (default: from --data-dir)
          --tokens FILE   [{"username","token"}, ...] with scope data:heart_rate:write
+ ant:    one ANT USB stick on a pty (put its printed path in the relay's ant: [{path, network_key}]) hearing
+         --straps N ANT+ straps; --drop is a strap out of range, --unplug pulls the stick out
+         --no-scan-mode  a stick without continuous scan mode (the relay opens a channel per strap)
 
  faults (every flag takes EVERY seconds; /DURATION or /COUNT after it; @AT for the first time):
   --drop 30/5          the link drops for 5 s every 30 s, then returns
@@ -60,7 +64,7 @@ const OPTIONS = {
   scenario: { type: 'string' }, replay: { type: 'string' }, rebase: { type: 'boolean' }, prefix: { type: 'string' },
   'data-dir': { type: 'string' }, bus: { type: 'string' }, format: { type: 'string' }, url: { type: 'string' },
   credentials: { type: 'string' }, tokens: { type: 'string' }, qos: { type: 'string' }, 'stats-json': { type: 'boolean' },
-  'fault-devices': { type: 'string' }, help: { type: 'boolean' },
+  'fault-devices': { type: 'string' }, help: { type: 'boolean' }, straps: { type: 'string' }, 'no-scan-mode': { type: 'boolean' },
   adapters: { type: 'string' }, 'max-connections': { type: 'string' }, 'silent-above': { type: 'string' },
   ...Object.fromEntries(FAULT_FLAGS.map(f => [f.flag, { type: 'string' as const }]))
 } as const
@@ -118,6 +122,7 @@ async function buildTransport (name: TransportName, v: Values, count: number, se
   const dataDir = typeof v['data-dir'] === 'string' ? v['data-dir'] : undefined
   switch (name) {
     case 'ble': return { transport: new BleTransport(bleOptions(v)) }
+    case 'ant': return { transport: new AntTransport(v['no-scan-mode'] === true ? { scanMode: false } : {}) }
     case 'serial': return { transport: new SerialTransport(parseSerialFormat(typeof v.format === 'string' ? v.format : 'framed')) }
     case 'mqtt': {
       let credentials: DeviceCredentials[]
@@ -189,7 +194,8 @@ export async function runSim (argv: string[], io: { out?: NodeJS.WritableStream 
   const transportName = name as TransportName
   let transport: SimTransport | undefined
   try {
-    const count = num(v, 'count', 3, n => Number.isInteger(n) && n >= 1 && n <= 100_000)
+    if (v.straps !== undefined && v.count !== undefined) throw new SimError('bad_option', '--straps and --count are the same option; give one')
+    const count = num(v, v.straps !== undefined ? 'straps' : 'count', 3, n => Number.isInteger(n) && n >= 1 && n <= (transportName === 'ant' ? MAX_SIM_ANT_STRAPS : 100_000))
     const seed = num(v, 'seed', 1, n => Number.isInteger(n) && n >= 0 && n <= 0xffffffff)
     const prefix = typeof v.prefix === 'string' ? v.prefix : 'sim'
     if (transportName === 'mqtt' && v['stats-json'] === true) return await runLoadCommand(v, count, seed, prefix, out, err)
@@ -203,7 +209,7 @@ export async function runSim (argv: string[], io: { out?: NodeJS.WritableStream 
     transport = built.transport
     const devices = simDevices(transportName, prefix, seed, count, built.ids)
     await transport.open(devices)
-    if ((transportName === 'ble' || transportName === 'serial') && typeof v['data-dir'] === 'string') {
+    if ((transportName === 'ble' || transportName === 'serial' || transportName === 'ant') && typeof v['data-dir'] === 'string') {
       await pairDevices(await AdminClient.forDataDir(v['data-dir']), devices, prefix, transportName)
       log(`paired ${count} devices with users ${prefix}-1..${prefix}-${count}`)
     }

@@ -22,6 +22,10 @@
 //   serial  pty pairs through socat (one framed sensor that sends `$ID`
 //           first, one plain-text sensor with its id in the configuration),
 //           added to config.serial.
+//   ANT     one simulated ANT USB stick on a socat pty pair, added to
+//           config.ant with a placeholder network key: the simulated stick
+//           hears its straps on any key, and the real ANT+ key is the
+//           operator's own (docs/operator.md "ANT+ sticks").
 // Strap addresses and serial ids are derived from the demo seed, so a restart
 // on the same data directory finds its pairings again. dbus-daemon and socat
 // run in their own process groups: a Ctrl-C reaches only hr-relay, which
@@ -34,7 +38,9 @@ import type { Logger } from 'pino'
 import { BluezEmulator } from './ble/bluez-emulator.ts'
 import { startPrivateBus, type PrivateBus } from './ble/private-bus.ts'
 import { openPtyPair, type PtyPair } from './serial/pty.ts'
+import { simAntDeviceNumber } from './transports/ant.ts'
 import { strapAddress } from './transports/ble.ts'
+import { antDeviceId } from '../firmware-protocol/ant.ts'
 
 /** The seed every demo identity (strap address, serial id, physiology) derives from. */
 export const DEMO_SEED = 2024
@@ -42,16 +48,31 @@ export const DEMO_SEED = 2024
 /** A serial port of the relay's configuration (`serial[]`). */
 export interface DemoSerialPortConfig { path: string, baud_rate: number, format: 'framed' | 'text' | 'hrmi', device_id?: string, poll_interval_ms: number }
 
+/** An ANT stick of the relay's configuration (`ant[]`). */
+export interface DemoAntStickConfig { path: string, baud_rate: number, network_key?: string }
+
 /** The keys of the relay's configuration that the demo reads and sets. */
 export interface DemoConfig {
   ble: { enabled: boolean, adapter?: string, adapters?: Array<{ name: string }>, allow: string[], backoff_initial_ms: number, rescan_interval_ms: number }
   serial: DemoSerialPortConfig[]
+  ant: DemoAntStickConfig[]
 }
 
-/** Members 0..3 wear BLE straps, 4 and 5 serial sensors; the rest are MQTT devices. */
+/** Members 0..3 wear BLE straps, 4 and 5 serial sensors, 8..10 ANT+ straps (below); the rest are MQTT devices. */
 export const DEMO_BLE_STRAPS = 4
 export const DEMO_SERIAL_FORMATS = ['framed', 'text'] as const
 export const SYSTEM_BUS_SOCKET = '/var/run/dbus/system_bus_socket'
+/** Members 8..10 wear ANT+ straps, heard by one simulated ANT stick. */
+export const DEMO_ANT_FIRST_MEMBER = 8
+export const DEMO_ANT_STRAPS = 3
+/** A placeholder, not any real network's key: the demo's stick is simulated and hears its straps on any key. */
+export const DEMO_ANT_NETWORK_KEY = '0000000000000000'
+
+export interface DemoAnt {
+  pair: PtyPair
+  /** Member index → strap device id (`ant:<device number>`). */
+  straps: Array<{ member: number, device_id: string }>
+}
 
 export interface DemoBle {
   bluez: BluezEmulator
@@ -72,6 +93,7 @@ export interface DemoHardware<C extends DemoConfig = DemoConfig> {
   config: C
   ble: DemoBle | null
   serial: DemoSerialPort[]
+  ant: DemoAnt | null
   /** Stops the emulator, the private bus and socat; restores DBUS_SYSTEM_BUS_ADDRESS. Idempotent. */
   stop (): Promise<void>
 }
@@ -86,6 +108,9 @@ export function demoStrapAddress (i: number): string { return strapAddress(DEMO_
 
 /** The id the serial sensor of demo member `i` reports (`$ID`) or is configured with. */
 export function demoSerialId (i: number): string { return `demo-${DEMO_SEED}-serial-${i + 1}` }
+
+/** The device id of demo member `i`'s ANT+ strap (its device number from the demo seed). */
+export function demoAntId (i: number): string { return antDeviceId(simAntDeviceNumber(DEMO_SEED, i - DEMO_ANT_FIRST_MEMBER)) }
 
 async function onPath (command: string): Promise<boolean> {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
@@ -176,11 +201,24 @@ async function startSerial (log: Logger): Promise<DemoSerialPort[]> {
   }
 }
 
+async function startAnt (log: Logger): Promise<DemoAnt | null> {
+  if (!await onPath('socat')) { log.info('demo: no ANT+ straps, their members use MQTT: socat is not installed'); return null }
+  try {
+    const pair = await openPtyPair({ detached: true })
+    const straps = Array.from({ length: DEMO_ANT_STRAPS }, (_v, k) => ({ member: DEMO_ANT_FIRST_MEMBER + k, device_id: demoAntId(DEMO_ANT_FIRST_MEMBER + k) }))
+    return { pair, straps }
+  } catch (err) {
+    log.info(`demo: no ANT+ straps, their members use MQTT: cannot open a pty pair: ${(err as Error).message}`)
+    return null
+  }
+}
+
 export async function prepareDemo<C extends DemoConfig> (config: C, log: Logger, options: PrepareOptions = {}): Promise<DemoHardware<C>> {
   const dlog = log.child({ component: 'demo' })
   const next = structuredClone(config)
   const started = await startBle(config, options.systemBusSocket ?? SYSTEM_BUS_SOCKET, dlog)
   const serial = await startSerial(dlog)
+  const ant = await startAnt(dlog)
 
   let envSet: string | undefined
   if (started !== null) {
@@ -204,12 +242,17 @@ export async function prepareDemo<C extends DemoConfig> (config: C, log: Logger,
     next.serial.push(port)
   }
   if (serial.length > 0) dlog.info({ ports: serial.map(p => p.pair.relayPath) }, 'demo: serial sensors on pty pairs')
+  if (ant !== null) {
+    next.ant.push({ path: ant.pair.relayPath, baud_rate: 115200, network_key: DEMO_ANT_NETWORK_KEY })
+    dlog.info({ port: ant.pair.relayPath, straps: ant.straps.length }, 'demo: ANT+ straps on a simulated ANT stick (pty pair)')
+  }
 
   let stopping: Promise<void> | undefined
   return {
     config: next,
     ble: started?.ble ?? null,
     serial,
+    ant,
     stop () {
       stopping ??= (async () => {
         if (started !== null) {
@@ -218,6 +261,7 @@ export async function prepareDemo<C extends DemoConfig> (config: C, log: Logger,
         }
         if (envSet !== undefined && process.env.DBUS_SYSTEM_BUS_ADDRESS === envSet) delete process.env.DBUS_SYSTEM_BUS_ADDRESS
         for (const p of serial) await p.pair.close().catch(() => {})
+        await ant?.pair.close().catch(() => {})
       })()
       return stopping
     }

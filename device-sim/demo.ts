@@ -1,4 +1,4 @@
-// The demo behind `npm start`: a simulated gym (eight members in a spinning
+// The demo behind `npm start`: a simulated gym (eleven members in a spinning
 // class) feeding the running service, so a new user sees readings within
 // seconds without a strap or a config file.
 //
@@ -11,6 +11,9 @@
 //   serial  members 4 and 5 have serial sensors on socat pty pairs read by
 //           the relay's serial sources (one framed with `$ID`, one plain
 //           text), paired with kind 'serial'
+//   ant     members 8..10 wear ANT+ straps heard by a simulated ANT USB stick
+//           on a socat pty pair, read by the relay's ANT source, paired
+//           with kind 'ant'
 // and for every member without such hardware, a function of what the running
 // service offers (chooseDemoTransport):
 //   mqtt  the embedded broker is listening (server.json has mqtt_port) and the
@@ -29,6 +32,7 @@ import { join, resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { AdminClient, type DeviceCredentials } from './admin-client.ts'
 import { DEMO_SEED, type DemoHardware, type DemoSerialPort } from './demo-hardware.ts'
+import { AntTransport } from './transports/ant.ts'
 import { makePerson } from './physiology.ts'
 import { personLabel } from './provision.ts'
 import { Simulation } from './runner.ts'
@@ -41,7 +45,7 @@ import { SerialTransport } from './transports/serial.ts'
 import type { SimDevice } from './transports/transport.ts'
 
 export { DEMO_SEED }
-export const DEMO_MEMBERS = 8
+export const DEMO_MEMBERS = 11
 const DEMO_TOKEN_SCOPES = 'data:heart_rate:read data:room:read data:statistics:read profile:read'
 
 /**
@@ -57,7 +61,7 @@ export interface DemoService {
 
 /** How members without BLE or serial hardware send. */
 export type DemoTransport = 'mqtt' | 'http'
-export type MemberTransport = 'ble' | 'serial' | DemoTransport
+export type MemberTransport = 'ble' | 'serial' | 'ant' | DemoTransport
 
 /** What the running service offers the demo. */
 export interface DemoOffer {
@@ -136,11 +140,13 @@ async function ensureRoom (admin: AdminClient, state: DemoState, log: Logger): P
 }
 
 /** A member's device on the demo's hardware, when it has one. */
-type Assigned = { kind: 'ble', device_id: string } | { kind: 'serial', device_id: string, port: DemoSerialPort }
+type Assigned = { kind: 'ble', device_id: string } | { kind: 'serial', device_id: string, port: DemoSerialPort } | { kind: 'ant', device_id: string, path: string }
 
 function hardwareOf (i: number, hw: DemoHardware | null): Assigned | null {
   const strap = hw?.ble?.straps.find(s => s.member === i)
   if (strap !== undefined) return { kind: 'ble', device_id: strap.address }
+  const ant = hw?.ant?.straps.find(s => s.member === i)
+  if (ant !== undefined && hw?.ant !== null && hw?.ant !== undefined) return { kind: 'ant', device_id: ant.device_id, path: hw.ant.pair.relayPath }
   const port = hw?.serial.find(p => p.member === i)
   return port === undefined ? null : { kind: 'serial', device_id: port.device_id, port }
 }
@@ -149,6 +155,7 @@ function describeMember (kind: MemberTransport, deviceId: string, a: Assigned | 
   switch (kind) {
     case 'ble': return `BLE strap ${deviceId} on the BlueZ emulator (private D-Bus)`
     case 'serial': return `serial ${a?.kind === 'serial' ? a.port.format : ''} sensor ${deviceId} on ${a?.kind === 'serial' ? a.port.pair.relayPath : '?'}`
+    case 'ant': return `ANT+ strap ${deviceId} on the simulated ANT stick ${a?.kind === 'ant' ? a.path : '?'}`
     case 'mqtt': return `MQTT device ${deviceId} to the embedded broker`
     case 'http': return 'HTTP writer (POST /api/v1/data)'
   }
@@ -176,6 +183,7 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
   const save = async (): Promise<void> => { await writeFile(stateFile, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 }) }
 
   // Members: users with a profile that matches their simulated physiology.
+  const added: string[] = []
   for (let i = 0; i < DEMO_MEMBERS; i++) {
     const label = personLabel(i)
     const username = `demo-${label.toLowerCase()}`
@@ -183,6 +191,7 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
     const profileId = await admin.ensureUser(username, { display_name: label, age: p.age, weight_kg: p.weight_kg, sex: p.sex, max_heart_rate: p.max_bpm })
     const existing = state.members[i]
     if (existing?.username === username && existing.profile_id === profileId) continue
+    if (existing?.username !== username) added.push(username)
     state.members[i] = { username, label, profile_id: profileId, device_id: `demo-strap-${i + 1}` }
   }
   state.members.length = DEMO_MEMBERS
@@ -221,7 +230,16 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
   }
   state.token ??= await admin.issueToken((members[0] as DemoMember).username, DEMO_TOKEN_SCOPES)
   await save()
+  const roomBefore = state.room_id
   const room = await ensureRoom(admin, state, dlog)
+  // A room made by an earlier demo with fewer members: the new members join it.
+  if (room !== null && roomBefore !== undefined) {
+    for (const username of added) {
+      const m = members.find(x => x.username === username) as DemoMember
+      const res = await admin.command(['room', 'member', 'add'], [room.room_id, username], { 'display-name': m.label })
+      if (res.status > 299) dlog.warn({ status: res.status, member: username }, 'demo: could not add a room member')
+    }
+  }
   if (room !== null) { state.room_id = room.room_id; state.display_id = room.display_id; await save() }
   const roomId = room?.room_id ?? null
   // With Home Assistant discovery on, the demo's members opt in, so they appear there without a click each.
@@ -248,6 +266,8 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
     parts.push({ transport, devices: devices.filter(d => d.index === i) })
   }
   const sendingOver = (kind: DemoTransport): DemoMember[] => members.filter((_m, i) => kinds[i] === kind)
+  const ant = hardware?.ant
+  if (ant !== undefined && ant !== null && of('ant').length > 0) parts.push({ transport: new AntTransport({ pair: ant.pair }), devices: of('ant') })
   if (of('mqtt').length > 0) {
     const url = `mqtt://127.0.0.1:${String(await serverMqttPort(dataDir))}`
     parts.push({ transport: new MqttTransport({ url, credentials: sendingOver('mqtt').map(m => m.mqtt as DeviceCredentials), qos: 1 }), devices: of('mqtt') })
@@ -276,12 +296,12 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
       return { username: m.username, label: m.label, transport: kind, device_id: deviceId, detail: describeMember(kind, deviceId, assigned[i] ?? null) }
     })
   }
-  const counts = (['ble', 'serial', 'mqtt', 'http'] as const).map(k => [k, kinds.filter(x => x === k).length] as const).filter(([, n]) => n > 0)
+  const counts = (['ble', 'serial', 'ant', 'mqtt', 'http'] as const).map(k => [k, kinds.filter(x => x === k).length] as const).filter(([, n]) => n > 0)
   const width = Math.max(...info.members.map(m => m.username.length))
   // The demo token is for a simulated member on the operator's own box; printing it is the point.
   process.stdout.write([
     '',
-    `hr-relay demo: ${DEMO_MEMBERS} members in a spinning class, sending over ${counts.map(([k, n]) => `${k === 'ble' ? 'BLE' : k === 'serial' ? 'serial' : k.toUpperCase()} (${n})`).join(', ')}`,
+    `hr-relay demo: ${DEMO_MEMBERS} members in a spinning class, sending over ${counts.map(([k, n]) => `${k === 'ble' ? 'BLE' : k === 'serial' ? 'serial' : k === 'ant' ? 'ANT+' : k.toUpperCase()} (${n})`).join(', ')}`,
     ...info.members.map(m => `  ${m.username.padEnd(width)}  ${m.transport.padEnd(6)}  ${m.detail}`),
     ...(info.display_url === null ? [] : [`  room display:   ${info.display_url}`]),
     `  demo token:     ${token}  (${(members[0] as DemoMember).username})`,

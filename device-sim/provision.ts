@@ -6,6 +6,8 @@ import { readFile } from 'node:fs/promises'
 import type { AdminClient, DeviceCredentials } from './admin-client.ts'
 import { SimError } from './errors.ts'
 import { strapAddress } from './transports/ble.ts'
+import { simAntDeviceNumber } from './transports/ant.ts'
+import { antDeviceId } from '../firmware-protocol/ant.ts'
 import type { HttpWriter } from './transports/http.ts'
 import type { SimDevice, TransportName } from './transports/transport.ts'
 
@@ -26,6 +28,7 @@ export function simDeviceId (transport: TransportName, prefix: string, seed: num
     case 'serial': return `${prefix}-serial-${i + 1}`
     case 'mqtt': return `${prefix}-mqtt-${i + 1}`
     case 'http': return simUsername(prefix, i)
+    case 'ant': return antDeviceId(simAntDeviceNumber(seed, i))
   }
 }
 
@@ -65,7 +68,7 @@ export async function readTokensFile (path: string): Promise<HttpWriter[]> {
 }
 
 /** Creates users `<prefix>-N` and pairs device i to user i; returns the MQTT credentials. */
-export async function pairDevices (admin: AdminClient, devices: SimDevice[], prefix: string, kind: 'ble' | 'serial' | 'mqtt' = 'mqtt', userExtra: (i: number) => Record<string, unknown> = () => ({})): Promise<DeviceCredentials[]> {
+export async function pairDevices (admin: AdminClient, devices: SimDevice[], prefix: string, kind: 'ble' | 'serial' | 'mqtt' | 'ant' = 'mqtt', userExtra: (i: number) => Record<string, unknown> = () => ({})): Promise<DeviceCredentials[]> {
   const out: DeviceCredentials[] = []
   for (const d of devices) {
     const username = simUsername(prefix, d.index)

@@ -174,6 +174,20 @@ export function antDeviceId (deviceNumber: number): string {
   return `ant:${deviceNumber}`
 }
 
+/** The largest device number: 16 bits extended by the transmission type's upper nibble to 20. */
+export const ANT_MAX_DEVICE_NUMBER = 0xfffff
+
+/**
+ * The device number of an ANT+ device id, `ant:` and the decimal number 1..1048575 without leading zeros (0 is
+ * the wildcard of a channel id, never a strap's own number); undefined for anything else.
+ */
+export function parseAntDeviceId (id: string): number | undefined {
+  const m = /^ant:([1-9][0-9]{0,6})$/.exec(id)
+  if (m === null) return undefined
+  const n = Number(m[1])
+  return n <= ANT_MAX_DEVICE_NUMBER ? n : undefined
+}
+
 /**
  * A broadcast data message (0x4E): channel, 8 payload bytes and, in extended form, a flag byte followed by the
  * channel id (flag 0x80: device number LE16, device type, transmission type), the RSSI (flag 0x40: measurement

@@ -109,6 +109,11 @@ export const ConfigSchema = Section({
     device_id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$' })),
     poll_interval_ms: Type.Integer({ minimum: 100, default: 1000 })
   }), { default: [] }),
+  ant: Type.Array(Section({
+    path: Type.String({ minLength: 1, description: 'the stick\'s serial port, e.g. /dev/ttyUSB0 or /dev/ant-stick-1 (deploy/ant/)' }),
+    baud_rate: Type.Integer({ minimum: 300, default: 115200 }),
+    network_key: Type.Optional(Type.String({ pattern: '^[0-9A-Fa-f]{16}$', errorMessage: 'must be the ANT+ network key as 16 hex digits (8 bytes)', description: 'the ANT+ network key, 16 hex digits; not shipped with hr-relay (thisisant.com); without it the stick is not opened and /health says why' }))
+  }), { default: [], description: 'ANT USB sticks receiving ANT+ heart-rate straps (docs/operator.md "ANT+ sticks"); off when empty' }),
   midi: Type.Array(Section({
     path: Type.String({ minLength: 1 }),
     username: Type.String({ minLength: 1 }),

@@ -22,7 +22,8 @@ export class ConfigError extends Error {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
+// verbose: an error carries its schema, so that a key's own `errorMessage` (config-schema.ts) can replace ajv's text.
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false, verbose: true })
 const validate = ajv.compile(CONFIG_SCHEMA)
 
 /** Validates a parsed configuration object, filling in defaults. */
@@ -33,6 +34,8 @@ export function validateConfig (input: unknown, source = 'configuration'): Confi
     const problems = (validate.errors ?? []).map(e => {
       const path = e.instancePath === '' ? '(root)' : e.instancePath.slice(1).replaceAll('/', '.')
       const extra = e.keyword === 'additionalProperties' ? ` '${String((e.params as { additionalProperty: string }).additionalProperty)}'` : e.keyword === 'enum' ? ` (${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')})` : ''
+      const own = (e.parentSchema as { errorMessage?: unknown } | undefined)?.errorMessage
+      if (typeof own === 'string' && e.keyword !== 'type') return `${path}: ${own}`
       return `${path}: ${e.message ?? 'is invalid'}${extra}`
     })
     throw new ConfigError(source, problems)

@@ -288,6 +288,7 @@ export async function startService (config: Config, options: { logger?: Logger, 
     metrics.trackConnected(() => sources.connected())
     // Several Bluetooth adapters (docs/operator.md "Several Bluetooth adapters"): each one's connections, limit and state.
     if (config.ble.enabled) metrics.trackBleAdapters(() => sources.adapters().map(a => a.adapter))
+    metrics.trackSourceStates(() => sources.health())
 
     // Outputs: each reading of the configured member. The member is resolved
     // lazily from the hub's feed (relay/outputs/member-feed.ts), so a member

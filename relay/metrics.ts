@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { FastifyInstance } from 'fastify'
 import type { Ingest, IngestResult, Reading } from '../api/pipeline/reading.ts'
 import type { AdapterHealth } from '../api/services.ts'
+import type { SourceState } from './sources/source.ts'
 
 /** Seconds; spans a LevelDB sync write on an SD card (milliseconds) up to a stalled disk. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
@@ -16,6 +17,8 @@ const GROUP_BUCKETS = [1, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384]
 const ADAPTER_STATES = ['up', 'full', 'powered_off', 'missing'] as const
 
 interface BleAdapterGauges { connections: Gauge<'adapter'>, limit: Gauge<'adapter'>, state: Gauge<'adapter' | 'state'>, silent: Gauge<'adapter'>, refused: Gauge<'adapter'> }
+/** Every state a source reports, each a label value of hr_relay_source_state. */
+const SOURCE_STATES = ['starting', 'running', 'degraded', 'unavailable', 'stopped'] as const satisfies readonly SourceState[]
 
 export class Metrics {
   readonly registry = new Registry()
@@ -36,6 +39,7 @@ export class Metrics {
   private readonly groupOps: Histogram
   private readonly collectors: Array<() => void> = []
   private bleAdapterGauges: BleAdapterGauges | undefined
+  private readonly sourceState: Gauge<'source' | 'state'>
 
   constructor (options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry]
@@ -54,6 +58,7 @@ export class Metrics {
     this.appendLatency = new Histogram({ name: 'hr_relay_reading_log_append_seconds', help: 'Time to write one group of readings durably (a LevelDB sync batch), failures included', buckets: LATENCY_BUCKETS, registers })
     this.groupOps = new Histogram({ name: 'hr_relay_reading_group_writes', help: 'Writes (readings, rollups and latest records) per group of readings', buckets: GROUP_BUCKETS, registers })
     this.clockSkew = new Gauge({ name: 'hr_relay_clock_skew_corrected_total', help: 'Readings ahead of the relay clock by at most data.max_clock_skew_ms, stored at receive time, by source (monotonic)', labelNames: ['source'], registers })
+    this.sourceState = new Gauge({ name: 'hr_relay_source_state', help: 'Each input source\'s state (starting, running, degraded: reopening with backoff, unavailable, stopped): 1 for its current state, 0 for the others', labelNames: ['source', 'state'], registers })
     this.brokerClientsGauge.set({ kind: 'device' }, 0)
     this.brokerClientsGauge.set({ kind: 'app' }, 0)
     this.wsClients.set(0)
@@ -118,6 +123,13 @@ export class Metrics {
         g.silent.set({ adapter }, a.silent_total)
         g.refused.set({ adapter }, a.refused_total)
       }
+    })
+  }
+
+  /** Every source's state, read at scrape time (the same states /health reports). */
+  trackSourceStates (states: () => ReadonlyArray<{ id: string, state: string }>): void {
+    this.collectors.push(() => {
+      for (const s of states()) for (const state of SOURCE_STATES) this.sourceState.set({ source: s.id, state }, s.state === state ? 1 : 0)
     })
   }
 

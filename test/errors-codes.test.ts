@@ -11,7 +11,7 @@ import { API_ERROR_CODES } from '../api/error-codes.ts'
 import { API_ERRORS, type ApiErrorName } from '../api/errors.ts'
 import { RELAY_ERROR_CODES } from '../relay/error-codes.ts'
 import { SIM_ERROR_CODES, SimError } from '../device-sim/errors.ts'
-import { DeviceExistsError, InvalidDeviceIdError } from '../api/store/devices.ts'
+import { DeviceExistsError, InvalidAntDeviceIdError, InvalidDeviceIdError } from '../api/store/devices.ts'
 import { UserExistsError } from '../api/store/users.ts'
 import { MAX_WIDGETS_PER_USER, TooManyWidgetsError } from '../api/store/widgets.ts'
 import { DataDirError, StoreLockedError, StoreOpenError } from '../api/store/db.ts'
@@ -64,6 +64,7 @@ t.test('every error class carries its code, and its message is the table templat
   const cases: Array<[Error & { code: string }, string, Record<string, string | number>?]> = [
     [new DeviceExistsError('aa:bb'), 'HR_DEVICE_EXISTS', { id: 'aa:bb' }],
     [new InvalidDeviceIdError('a b'), 'HR_DEVICE_ID_INVALID', { id: '"a b"' }],
+    [new InvalidAntDeviceIdError('ant:0'), 'HR_ANT_DEVICE_ID_INVALID', { id: '"ant:0"' }],
     [new UserExistsError('ann'), 'HR_USER_EXISTS', { username: 'ann' }],
     [new TooManyWidgetsError(), 'HR_TOO_MANY_WIDGETS', { max: MAX_WIDGETS_PER_USER }],
     [new InvalidRedirectUriError('x', 'not an absolute URL'), 'HR_REDIRECT_URI_INVALID', { uri: '"x"', why: 'not an absolute URL' }],

@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
 import { checkAdmin, type AdminUses } from './admin.ts'
-import { DEVICE_KINDS, DeviceExistsError, InvalidDeviceIdError, type DeviceState } from '../store/devices.ts'
+import { DEVICE_KINDS, DeviceExistsError, InvalidAntDeviceIdError, InvalidDeviceIdError, type DeviceState } from '../store/devices.ts'
 import { Enum, Params } from './schema.ts'
 import type { Services } from '../services.ts'
 
@@ -87,7 +87,7 @@ export const adminDevicesPlugin: FastifyPluginAsyncTypebox<AdminDevicesUses> = a
         })
       } catch (err) {
         if (err instanceof DeviceExistsError) throw new ApiError('conflict', { detail: err.message })
-        if (err instanceof InvalidDeviceIdError) throw new ApiError('invalid_request', { detail: err.message })
+        if (err instanceof InvalidDeviceIdError || err instanceof InvalidAntDeviceIdError) throw new ApiError('invalid_request', { detail: err.message })
         throw err
       }
     })

@@ -16,8 +16,9 @@ import type { AddedDevice, DeviceKind, DeviceRecord, DeviceState, NewDevice, Sig
 import type { DeviceStore } from './types.ts'
 export type { AddedDevice, DeviceKind, DeviceRecord, DeviceState, NewDevice, Sighting } from './records.ts'
 import { apiErrorMessage } from '../error-codes.ts'
+import { parseAntDeviceId } from '../../firmware-protocol/ant.ts'
 
-export const DEVICE_KINDS: readonly DeviceKind[] = ['ble', 'serial', 'mqtt', 'any']
+export const DEVICE_KINDS: readonly DeviceKind[] = ['ble', 'serial', 'mqtt', 'ant', 'any']
 
 export class DeviceExistsError extends Error {
   readonly code = 'HR_DEVICE_EXISTS'
@@ -27,6 +28,12 @@ export class DeviceExistsError extends Error {
 export class InvalidDeviceIdError extends Error {
   readonly code = 'HR_DEVICE_ID_INVALID'
   constructor (id: string) { super(apiErrorMessage('HR_DEVICE_ID_INVALID', { id: JSON.stringify(id) })); this.name = 'InvalidDeviceIdError' }
+}
+
+/** An ANT+ strap's id is not `ant:` and its device number (firmware-protocol/ant.ts). */
+export class InvalidAntDeviceIdError extends Error {
+  readonly code = 'HR_ANT_DEVICE_ID_INVALID'
+  constructor (id: string) { super(apiErrorMessage('HR_ANT_DEVICE_ID_INVALID', { id: JSON.stringify(id) })); this.name = 'InvalidAntDeviceIdError' }
 }
 
 const DEVICE_ID_RE = /^[A-Za-z0-9:_.-]{1,64}$/
@@ -81,9 +88,11 @@ export class Devices implements DeviceStore {
     return await this.lock.run(normalizeDeviceId(input.device_id), async () => {
       this.ensureLoaded()
       if (!DEVICE_ID_RE.test(input.device_id)) throw new InvalidDeviceIdError(input.device_id)
+      const kind = input.kind ?? 'any'
+      // An ANT+ strap is known only by `ant:<device number>`; an id in that namespace is one, whatever its kind.
+      if ((kind === 'ant' || input.device_id.startsWith('ant:')) && parseAntDeviceId(input.device_id) === undefined) throw new InvalidAntDeviceIdError(input.device_id)
       const id = normalizeDeviceId(input.device_id)
       if (this.byId.has(id)) throw new DeviceExistsError(id)
-      const kind = input.kind ?? 'any'
       const record: DeviceRecord = { device_id: id, profile_id: input.profile_id, kind, created_at: now }
       if (input.name !== undefined) record.name = input.name
       let password: string | null = null

@@ -57,7 +57,7 @@ export interface NewUser {
 }
 
 // Devices (devices.ts).
-export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'any'
+export type DeviceKind = 'ble' | 'serial' | 'mqtt' | 'ant' | 'any'
 export interface DeviceRecord {
   device_id: string
   profile_id: string

@@ -2,7 +2,7 @@
 // reading; straps and devices seen but not paired, each with a "pair with
 // member" form; unpairing. Uses the device registry (api/store/devices.ts).
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { DeviceExistsError, InvalidDeviceIdError, type DeviceKind } from '../store/devices.ts'
+import { DEVICE_KINDS, DeviceExistsError, InvalidAntDeviceIdError, InvalidDeviceIdError, type DeviceKind } from '../store/devices.ts'
 import type { ReadingSource } from '../pipeline/reading.ts'
 import type { Session } from '../oauth/session.ts'
 import { esc, hidden, notice, postForm, sendPage, table, when } from './html.ts'
@@ -21,7 +21,7 @@ export function devicesOf (uses: Pick<Services, 'devices'>): Services['devices']
 
 /** The pairing kind for a device seen by a source: readings of other sources then do not count as its. */
 export function kindFor (source: ReadingSource): DeviceKind {
-  return source === 'ble' || source === 'serial' || source === 'mqtt' ? source : 'any'
+  return source === 'ble' || source === 'serial' || source === 'mqtt' || source === 'ant' ? source : 'any'
 }
 
 function battery (v: number | undefined): string {
@@ -81,7 +81,7 @@ ${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are
     const user = await uses.users.byUsername(one(f.form, 'username'))
     if (user === undefined) return await page(reply, f.session, 400, undefined, 'No such user.')
     const kind = one(f.form, 'kind')
-    if (!['ble', 'serial', 'mqtt', 'any'].includes(kind)) return await page(reply, f.session, 400, undefined, 'Unknown device kind.')
+    if (!(DEVICE_KINDS as readonly string[]).includes(kind)) return await page(reply, f.session, 400, undefined, 'Unknown device kind.')
     try {
       const added = await devices.add({ device_id: one(f.form, 'device_id'), profile_id: user.profile_id, kind: kind as DeviceKind })
       uses.log.child({ component: 'web' }).info({ device_id: added.device.device_id, profile_id: user.profile_id }, 'device paired from the operator page')
@@ -90,7 +90,7 @@ ${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are
       return await page(reply, f.session, 201, `Device ${added.device.device_id} paired with ${user.username}.`, undefined,
         `<p>MQTT username <code>${esc(added.device.mqtt_username ?? '')}</code>, password (shown once): <code class="token">${esc(added.mqtt_password)}</code></p>`)
     } catch (err) {
-      if (err instanceof DeviceExistsError || err instanceof InvalidDeviceIdError) return await page(reply, f.session, 400, undefined, err.message)
+      if (err instanceof DeviceExistsError || err instanceof InvalidDeviceIdError || err instanceof InvalidAntDeviceIdError) return await page(reply, f.session, 400, undefined, err.message)
       throw err
     }
   })

@@ -27,6 +27,11 @@ export interface SimStrap {
   transmissionType?: number
   rssi: number
   batteryPercent?: number
+  /**
+   * A background page (1, 2, 3 or 7) the strap sends first, for its first four messages, before the usual rotation;
+   * 7 makes its battery level known at once. Default: none, the rotation from its start.
+   */
+  firstBackgroundPage?: 1 | 2 | 3 | 7
 }
 
 interface StrapState extends Required<Pick<SimStrap, 'deviceNumber' | 'transmissionType'>> {
@@ -37,12 +42,17 @@ interface StrapState extends Required<Pick<SimStrap, 'deviceNumber' | 'transmiss
   due: number[]
   /** The time of the last beat scheduled (due or not). */
   lastBeatAt: number
+  /** The last interval fed (ms); 0 before the first. */
+  lastRr: number
   /** The time (Date.now() clock) the strap's event-time clock reads 0. */
   epoch: number
   eventTime: number
   previousEventTime: number
   beatCount: number
   messages: number
+  firstBackgroundPage: number | undefined
+  /** False while the strap is out of the stick's range: it keeps beating, and nothing of it is heard. */
+  inRange: boolean
   timer: NodeJS.Timeout | undefined
 }
 
@@ -124,12 +134,15 @@ export class AntStickSim {
       heartRate: 0,
       due: [],
       lastBeatAt: now,
+      lastRr: 0,
       epoch,
       // The strap has been beating before it was heard: its last beat is "now".
       eventTime: eventTimeAt(now, epoch),
       previousEventTime: eventTimeAt(now, epoch),
       beatCount: 0,
       messages: 0,
+      firstBackgroundPage: strap.firstBackgroundPage,
+      inRange: true,
       timer: undefined
     }
     this.straps.set(strap.deviceNumber, s)
@@ -139,13 +152,32 @@ export class AntStickSim {
   /** One second of a strap's physiology: its computed rate and the RR intervals of the beats in that second. */
   beats (deviceNumber: number, heartRate: number, rrIntervalsMs: number[], batteryPercent?: number): void {
     const s = this.strap(deviceNumber)
-    s.heartRate = heartRate
     if (batteryPercent !== undefined) s.batteryPercent = batteryPercent
-    // Beats follow the last one; after a pause in the feed (more than two seconds) they start again from now.
     const now = Date.now()
-    let at = s.lastBeatAt < now - 2000 ? now : s.lastBeatAt
-    for (const rr of rrIntervalsMs) { at += rr; s.due.push(at) }
+    // A strap that has sent nothing yet is put on now: its last beat is now, so its first interval is the first fed.
+    if (s.heartRate === 0 && s.messages === 0 && s.due.length === 0) {
+      s.lastBeatAt = now
+      s.eventTime = s.previousEventTime = eventTimeAt(now, s.epoch)
+    }
+    s.heartRate = heartRate
+    // Beats follow the last one. A pause in the feed (more than two seconds) is the feeder falling behind, not the
+    // heart stopping: the strap keeps beating at its last interval until now (after a minute or more, or with no
+    // interval yet, it starts again from now).
+    let at = s.lastBeatAt
+    if (at < now - 2000) {
+      if (s.lastRr > 0 && now - at <= 60_000) {
+        while (at + s.lastRr <= now) { at += s.lastRr; s.due.push(at) }
+      } else {
+        at = now
+      }
+    }
+    for (const rr of rrIntervalsMs) { at += rr; s.due.push(at); s.lastRr = rr }
     s.lastBeatAt = at
+  }
+
+  /** A strap walks out of the stick's range (false) or back into it (true). */
+  setInRange (deviceNumber: number, inRange: boolean): void {
+    this.strap(deviceNumber).inRange = inRange
   }
 
   private strap (deviceNumber: number): StrapState {
@@ -174,12 +206,13 @@ export class AntStickSim {
       s.eventTime = eventTimeAt(at, s.epoch)
       s.beatCount = (s.beatCount + 1) & 0xff
     }
-    if (!this.receiving || this.port === undefined || s.heartRate === 0) return
+    if (!this.receiving || this.port === undefined || s.heartRate === 0 || !s.inRange) return
     const n = s.messages++
     // Pages: data page 4 with the toggle bit flipping every four messages; every 65th message starts four of a
     // background page (1, 2, 3 and 7 in turn).
     const block = Math.floor(n / 4)
-    const background = block % 16 === 15 ? BACKGROUND[Math.floor(block / 16) % BACKGROUND.length] as number : undefined
+    const first = block === 0 ? s.firstBackgroundPage : undefined
+    const background = first ?? (block % 16 === 15 ? BACKGROUND[Math.floor(block / 16) % BACKGROUND.length] as number : undefined)
     const page = encodeHeartRatePage({
       page: background ?? 4,
       toggle: block % 2 === 1,

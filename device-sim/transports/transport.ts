@@ -1,15 +1,16 @@
 // The one seam between the simulation loop (runner.ts) and the ways a real
 // device reaches the relay: BLE through BlueZ, a serial line, MQTT over Wi-Fi,
-// or an app writing over HTTP. Each transport implements SimTransport.
+// an ANT+ strap heard by an ANT USB stick, or an app writing over HTTP. Each
+// transport implements SimTransport.
 import type { InstantFaultKind, LinkFaultKind } from '../faults.ts'
 
-export type TransportName = 'ble' | 'serial' | 'mqtt' | 'http'
-export const TRANSPORTS: readonly TransportName[] = ['ble', 'serial', 'mqtt', 'http']
+export type TransportName = 'ble' | 'serial' | 'mqtt' | 'http' | 'ant'
+export const TRANSPORTS: readonly TransportName[] = ['ble', 'serial', 'mqtt', 'http', 'ant']
 
 /** One simulated device as the runner knows it. */
 export interface SimDevice {
   index: number
-  /** The id the relay sees: strap address, serial `$ID`, MQTT device id, or the HTTP writer's username. */
+  /** The id the relay sees: strap address, serial `$ID`, MQTT device id, `ant:<device number>`, or the HTTP writer's username. */
   device_id: string
   /** A person's name for the live view. */
   label: string

@@ -44,6 +44,11 @@ export interface AntSourceOptions {
   presenceCheckMs?: number
   /** Readings handed to the sink and not yet settled before new ones are dropped. Default 256. */
   maxInFlight?: number
+  /**
+   * Whether a strap's readings go to the sink; the composition root passes "is this device paired", so that the
+   * straps of everyone else in range cost the pipeline nothing. Every strap heard is still sighted. Default: all.
+   */
+  shouldSubmit?: (deviceId: string) => boolean
   logger?: pino.Logger
 }
 
@@ -267,10 +272,12 @@ export class AntSource implements Source {
   private submit (number: number, r: { heart_rate: number, rr_intervals_ms: number[], battery_percent?: number }, now: number): void {
     const sink = this.sink
     if (sink === undefined) return
+    const deviceId = antDeviceId(number)
+    if (this.o.shouldSubmit !== undefined && !this.o.shouldSubmit(deviceId)) return
     if (this.inFlight >= (this.o.maxInFlight ?? ANT_DEFAULTS.maxInFlight)) { this.drop('ant_backpressure'); return }
     this.inFlight++
     sink.reading({
-      device_id: antDeviceId(number),
+      device_id: deviceId,
       source: 'ant',
       measured_at: now,
       heart_rate: r.heart_rate,

@@ -1,4 +1,4 @@
-// Builds the configured sources (BLE, serial) and connects each to the one
+// Builds the configured sources (BLE, serial, ANT) and connects each to the one
 // ingest pipeline through a SourceSink; reports their states for /health.
 // The BLE and serial modules (node-ble, dbus-next, serialport) are imported
 // when a configured source starts: a box without BLE or serial devices never
@@ -8,6 +8,7 @@ import type { Ingest, IngestResult, Reading } from '../../api/pipeline/reading.t
 import type { AdapterHealth, HealthEntry } from '../../api/services.ts'
 import { bleAdapters, type Config } from '../config.ts'
 import type { DeviceSighting, Source, SourceSink, SourceStatus } from './source.ts'
+import { UnconfiguredSource } from './unconfigured.ts'
 
 export interface SourceDeps {
   ingest: Ingest
@@ -78,6 +79,19 @@ export function buildSources (config: Config, log: Logger, isPaired: (id: string
       pollIntervalMs: port.poll_interval_ms,
       logger: log
     }), { state: 'starting', connected: 0 }))
+  }
+  // ANT USB sticks: every ANT+ strap in range is heard and sighted; readings of paired straps only go to the pipeline.
+  for (const stick of config.ant) {
+    const id = `ant:${stick.path}`
+    const key = stick.network_key
+    if (key === undefined) {
+      sources.push(new UnconfiguredSource(id, `no network_key for the ANT stick ${stick.path}: set ant[].network_key to the ANT+ network key (16 hex digits), which hr-relay does not ship; see docs/operator.md "ANT+ sticks"`, log))
+      continue
+    }
+    sources.push(new LazySource(id, async () => {
+      const [{ AntSource }, { parseNetworkKey }] = await Promise.all([import('./ant.ts'), import('../../firmware-protocol/ant.ts')])
+      return new AntSource({ path: stick.path, baudRate: stick.baud_rate, networkKey: parseNetworkKey(key), shouldSubmit: deviceId => isPaired(deviceId), logger: log })
+    }, { state: 'starting', connected: 0 }))
   }
   return sources
 }

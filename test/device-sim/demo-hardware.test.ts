@@ -11,7 +11,7 @@ import pino from 'pino'
 import { validateConfig, type Config } from '../../relay/config.ts'
 import { BluezEmulator } from '../../device-sim/ble/bluez-emulator.ts'
 import { startPrivateBus } from '../../device-sim/ble/private-bus.ts'
-import { DEMO_BLE_STRAPS, demoSerialId, demoStrapAddress, prepareDemo } from '../../device-sim/demo-hardware.ts'
+import { DEMO_ANT_NETWORK_KEY, DEMO_BLE_STRAPS, demoAntId, demoSerialId, demoStrapAddress, prepareDemo } from '../../device-sim/demo-hardware.ts'
 
 interface Line { level: number, msg: string, component?: string }
 
@@ -65,15 +65,23 @@ t.test('no system bus: BLE straps on a private bus, two serial ptys, all stopped
   for (const p of hw.serial) t.ok(existsSync(p.pair.relayPath), `${p.pair.relayPath} exists`)
   t.same(input.serial, [], 'the input configuration is not changed')
   t.equal(input.ble.rescan_interval_ms, 5000)
+
+  t.same(hw.ant?.straps, [8, 9, 10].map(member => ({ member, device_id: demoAntId(member) })))
+  t.same([8, 9, 10].map(demoAntId), ['ant:978945', 'ant:978946', 'ant:978947'], 'extended 20-bit device numbers from the demo seed')
+  t.same(hw.config.ant, [{ path: hw.ant!.pair.relayPath, baud_rate: 115200, network_key: DEMO_ANT_NETWORK_KEY }], 'one stick, with a placeholder network key')
+  t.ok(existsSync(hw.ant!.pair.relayPath))
+  t.same(input.ant, [])
   t.same(lines.filter(l => l.level === 30).map(l => l.msg), [
     'demo: BLE straps on the BlueZ emulator (private D-Bus)',
-    'demo: serial sensors on pty pairs'
+    'demo: serial sensors on pty pairs',
+    'demo: ANT+ straps on a simulated ANT stick (pty pair)'
   ])
 
   await hw.stop()
   t.equal(process.env.DBUS_SYSTEM_BUS_ADDRESS, undefined, 'the variable is removed again')
   t.equal(existsSync(address.slice('unix:path='.length)), false, 'the bus socket is gone')
   for (const p of hw.serial) t.equal(existsSync(p.pair.relayPath), false, `${p.pair.relayPath} is gone`)
+  t.equal(existsSync(hw.ant!.pair.relayPath), false, 'the stick\'s pty is gone')
   await hw.stop() // idempotent
 })
 
@@ -128,7 +136,7 @@ t.test('a user-set DBUS_SYSTEM_BUS_ADDRESS, or a system bus that cannot be asked
   t.match(b.lines.find(l => l.msg.startsWith('demo: no BLE straps'))?.msg, /cannot ask the system bus/)
 })
 
-t.test('without dbus-daemon and socat: both parts skipped with one info line each, configuration unchanged', async t => {
+t.test('without dbus-daemon and socat: every part skipped with one info line each, configuration unchanged', async t => {
   const empty = await mkdtemp(join(tmpdir(), 'hr-relay-emptypath-'))
   t.teardown(() => rm(empty, { recursive: true, force: true }))
   const path = process.env.PATH
@@ -140,11 +148,13 @@ t.test('without dbus-daemon and socat: both parts skipped with one info line eac
   process.env.PATH = path
   t.equal(hw.ble, null)
   t.same(hw.serial, [])
+  t.equal(hw.ant, null)
   t.same(hw.config, input)
   t.equal(process.env.DBUS_SYSTEM_BUS_ADDRESS, undefined)
   t.same(lines.map(l => [l.level, l.msg]), [
     [30, 'demo: no BLE straps, their members use MQTT: dbus-daemon is not installed'],
-    [30, 'demo: no serial sensors, their members use MQTT: socat is not installed']
+    [30, 'demo: no serial sensors, their members use MQTT: socat is not installed'],
+    [30, 'demo: no ANT+ straps, their members use MQTT: socat is not installed']
   ])
   await hw.stop()
 })

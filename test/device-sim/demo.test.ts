@@ -1,7 +1,8 @@
 // `hr-relay start` with the demo on: readings arrive without any
 // configuration, through the relay's own BLE source (BlueZ emulator on a
-// private dbus-daemon), its serial sources (socat ptys) and the embedded MQTT
-// broker; a restart on the same data directory reuses everything.
+// private dbus-daemon), its serial sources (socat ptys), its ANT source (a
+// simulated ANT stick on a socat pty) and the embedded MQTT broker; a restart
+// on the same data directory reuses everything.
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -89,31 +90,35 @@ const EXPECTED: Array<[string, string, string]> = [
   ['demo-eva', 'serial', 'demo-2024-serial-5'],
   ['demo-femi', 'serial', 'demo-2024-serial-6'],
   ['demo-gus', 'mqtt', 'demo-strap-7'],
-  ['demo-hana', 'mqtt', 'demo-strap-8']
+  ['demo-hana', 'mqtt', 'demo-strap-8'],
+  ['demo-ines', 'ant', 'ant:978945'],
+  ['demo-jon', 'ant', 'ant:978946'],
+  ['demo-kai', 'ant', 'ant:978947']
 ]
 
-t.test('npm start: readings arrive over BLE, serial and MQTT, and a restart reuses the demo', async t => {
+t.test('npm start: readings arrive over BLE, serial, ANT+ and MQTT, and a restart reuses the demo', async t => {
   const dataDir = await mkdtemp(join(tmpdir(), 'hr-relay-demo-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
 
   const first = start(dataDir)
   t.teardown(() => stop(first.child))
   const b1 = await first.banner
-  t.match(b1.text, /8 members in a spinning class, sending over BLE \(4\), serial \(2\), MQTT \(2\)/)
+  t.match(b1.text, /11 members in a spinning class, sending over BLE \(4\), serial \(2\), ANT\+ \(3\), MQTT \(2\)/)
   t.match(b1.text, /demo-ana +ble +BLE strap C7:E8:5E:ED:00:00 on the BlueZ emulator \(private D-Bus\)/)
   t.match(b1.text, /demo-eva +serial +serial framed sensor demo-2024-serial-5 on \/\S+\/relay/)
   t.match(b1.text, /demo-femi +serial +serial text sensor demo-2024-serial-6 on \/\S+\/relay/)
   t.match(b1.text, /demo-hana +mqtt +MQTT device demo-strap-8 to the embedded broker/)
+  t.match(b1.text, /demo-ines +ant +ANT\+ strap ant:978945 on the simulated ANT stick \/\S+\/relay/)
   t.match(b1.text, /room display: +http:\/\/127\.0\.0\.1:\d+\/rooms\/[^/]+\/display\?display_id=/)
 
   const children = (await childrenOf(first.child.pid!)).map(([, name]) => name).sort()
-  t.same(children, ['dbus-daemon', 'socat', 'socat'], 'a private dbus-daemon and one socat per serial sensor')
+  t.same(children, ['dbus-daemon', 'socat', 'socat', 'socat'], 'a private dbus-daemon, one socat per serial sensor and one for the ANT stick')
 
   // One reading per kind of path, each under its member: the demo token is demo-ana's (BLE).
   const ble = await latest(b1.url, b1.token)
   t.equal(ble.status, 200, 'a BLE member has a reading')
   t.ok(ble.body.data.heart_rate >= 40 && ble.body.data.heart_rate <= 210, `plausible bpm ${String(ble.body.data.heart_rate)}`)
-  for (const username of ['demo-eva', 'demo-femi', 'demo-gus']) {
+  for (const username of ['demo-eva', 'demo-femi', 'demo-gus', 'demo-ines', 'demo-jon', 'demo-kai']) {
     const { access_token: token } = await admin(b1.url, dataDir, 'POST', '/admin/tokens', { username, scope: 'data:heart_rate:read' })
     const r = await latest(b1.url, token)
     t.equal(r.status, 200, `${username} has a reading`)
@@ -123,9 +128,9 @@ t.test('npm start: readings arrive over BLE, serial and MQTT, and a restart reus
   // Each device is paired with its kind, and its readings came through that source.
   const devices = await eventually('a reading from every device', async () => {
     const list = (await admin(b1.url, dataDir, 'GET', '/admin/devices')).devices as any[]
-    return list.length === 8 && list.every(d => d.state?.last_reading !== undefined) ? list : undefined
+    return list.length === 11 && list.every(d => d.state?.last_reading !== undefined) ? list : undefined
   })
-  t.same(devices.map(d => [d.username, d.kind, d.device_id]).sort(), EXPECTED.map(([u, k, id]) => [u, k, id]).sort(), 'eight pairings, each with its kind')
+  t.same(devices.map(d => [d.username, d.kind, d.device_id]).sort(), EXPECTED.map(([u, k, id]) => [u, k, id]).sort(), 'eleven pairings, each with its kind')
   t.same(devices.map(d => [d.device_id, d.state.source]).sort(), EXPECTED.map(([, k, id]) => [id, k]).sort(), 'each reading arrived through its own source')
 
   const sources = await eventually('ble running with 4 straps connected', async () => {
@@ -136,9 +141,18 @@ t.test('npm start: readings arrive over BLE, serial and MQTT, and a restart reus
   t.equal(serial.length, 2, 'two serial sources')
   t.same(serial.map(s => [s.state, s.connected]), [['running', 1], ['running', 1]])
   t.same(sources.find(s => s.id === 'mqtt')?.connected, 2, 'two MQTT devices connected')
+  const ant = await eventually('the ANT stick hearing 3 straps', async () => {
+    const s = (await health(b1.url)).filter(x => x.id.startsWith('ant:'))
+    return s.length === 1 && s[0]?.state === 'running' && s[0].connected === 3 ? s : undefined
+  })
+  t.match(ant, [{ id: /^ant:\/\S+\/relay$/, state: 'running', connected: 3 }], 'one ANT stick, running, hearing the three straps')
+  // The ANT+ members are on the room display with the others.
+  const room = JSON.parse(await readFile(join(dataDir, 'demo.json'), 'utf8')).room_id as string
+  const roomMembers = (await admin(b1.url, dataDir, 'GET', `/admin/rooms/${room}`)).members as Array<{ username: string }>
+  t.same(roomMembers.map(m => m.username).sort(), EXPECTED.map(([u]) => u).sort(), 'every member, the ANT+ ones included, is in the room')
 
   const state1 = JSON.parse(await readFile(join(dataDir, 'demo.json'), 'utf8'))
-  t.equal(state1.members.length, 8)
+  t.equal(state1.members.length, 11)
   const pids = (await childrenOf(first.child.pid!)).map(([pid]) => pid)
   await stop(first.child)
   t.same(pids.filter(pid => existsSync(`/proc/${pid}`)), [], 'dbus-daemon and socat stopped with the service')
@@ -147,7 +161,7 @@ t.test('npm start: readings arrive over BLE, serial and MQTT, and a restart reus
   t.teardown(() => stop(second.child))
   const b2 = await second.banner
   t.equal(b2.token, b1.token, 'the same demo token after a restart')
-  t.match(b2.text, /sending over BLE \(4\), serial \(2\), MQTT \(2\)/)
+  t.match(b2.text, /sending over BLE \(4\), serial \(2\), ANT\+ \(3\), MQTT \(2\)/)
   const state2 = JSON.parse(await readFile(join(dataDir, 'demo.json'), 'utf8'))
   t.same(state2.members.map((m: any) => m.profile_id), state1.members.map((m: any) => m.profile_id), 'the same members')
   t.equal(state2.room_id, state1.room_id, 'the same room')

@@ -3,7 +3,7 @@
 // bytes before them) and are written out, not computed by the code under test.
 import t from 'tap'
 import {
-  ANT_MESSAGE, antDeviceId, channelsSetup, decodeAntMessage, decodeBroadcast, decodeChannelEvent, decodeHeartRatePage,
+  ANT_MESSAGE, antDeviceId, parseAntDeviceId, channelsSetup, decodeAntMessage, decodeBroadcast, decodeChannelEvent, decodeHeartRatePage,
   encodeAntMessage, encodeBroadcast, encodeHeartRatePage, extendedDeviceNumber, parseNetworkKey, scanModeSetup
 } from '../../firmware-protocol/ant.ts'
 import { AntFrameSplitter } from '../../firmware-protocol/ant-framing.ts'
@@ -74,6 +74,15 @@ t.test('an extended broadcast: the payload, the 20-bit device number and the RSS
     'a4 11 4e 00 84 ff 1a 2b 3c 4d 05 48 c0 39 30 78 21 20 c3 00 fe', 'the simulator encodes the same bytes, with threshold 0')
   t.equal(extendedDeviceNumber(0xffff, 0xf1), 0xfffff)
   t.equal(extendedDeviceNumber(42, 0x01), 42)
+})
+
+t.test('an ANT+ device id is ant: and the decimal device number 1..1048575, and nothing else', async t => {
+  t.equal(parseAntDeviceId('ant:1'), 1)
+  t.equal(parseAntDeviceId('ant:143417'), 143_417)
+  t.equal(parseAntDeviceId(antDeviceId(0xfffff)), 1_048_575, 'the largest 20-bit number')
+  for (const bad of ['ant:0', 'ant:1048576', 'ant:01', 'ant:', 'ant:-5', 'ant:1e3', 'ant:0x10', 'ANT:5', 'ant:5 ', 'ble:5', '5', 'ant:12345678']) {
+    t.equal(parseAntDeviceId(bad), undefined, JSON.stringify(bad))
+  }
 })
 
 t.test('a plain broadcast has no channel id; a truncated extension is refused', async t => {

@@ -144,3 +144,17 @@ t.test('a configuration that still has data.journal_mb and data.sync_below_per_s
   t.match(leftover[0], { file: join(dataDir, 'data', 'readings-journal') }, 'naming it')
   t.equal(await readFile(join(dataDir, 'data', 'readings-journal'), 'utf8'), 'old', 'which is left as it was')
 })
+
+t.test('ant: a stick per entry, baud rate 115200 by default; a bad network key is named with what it must be', async t => {
+  const c = validateConfig({ ant: [{ path: '/dev/ttyUSB0', network_key: '0123456789abcdef' }, { path: '/dev/ant-stick-2' }] })
+  t.same(c.ant, [{ path: '/dev/ttyUSB0', baud_rate: 115200, network_key: '0123456789abcdef' }, { path: '/dev/ant-stick-2', baud_rate: 115200 }])
+  t.same(validateConfig({}).ant, [], 'no stick unless configured')
+  const problems = (bad: unknown): string[] => {
+    try { validateConfig(bad, 'x.json') } catch (e) { return (e as ConfigError).problems }
+    return []
+  }
+  t.same(problems({ ant: [{ path: '/dev/ttyUSB0', network_key: '0123456789abcde' }] }), ['ant.0.network_key: must be the ANT+ network key as 16 hex digits (8 bytes)'])
+  t.same(problems({ ant: [{ path: '/dev/ttyUSB0', network_key: '0123456789abcdeg' }] }), ['ant.0.network_key: must be the ANT+ network key as 16 hex digits (8 bytes)'])
+  t.same(problems({ ant: [{ path: '/dev/ttyUSB0', network_key: 1234567890123456 }] }), ['ant.0.network_key: must be string'])
+  t.same(problems({ ant: [{ network_key: '0123456789abcdef', baud: 9600 }] }), ["ant.0: must have required property 'path'", "ant.0: must NOT have additional properties 'baud'"])
+})

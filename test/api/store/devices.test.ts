@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store } from '../../../api/store/db.ts'
-import { DeviceExistsError, Devices, InvalidDeviceIdError, MAX_SIGHTINGS } from '../../../api/store/devices.ts'
+import { DeviceExistsError, Devices, InvalidAntDeviceIdError, InvalidDeviceIdError, MAX_SIGHTINGS } from '../../../api/store/devices.ts'
 
 async function open (t: { teardown (fn: () => unknown): void }, dir?: string): Promise<{ store: Store, devices: Devices, dir: string }> {
   const d = dir ?? await mkdtemp(join(tmpdir(), 'hr-relay-devices-'))
@@ -42,6 +42,20 @@ t.test('ownerOf: from memory, after reopen, BLE addresses case-insensitive, kind
   t.equal(devices.ownerOf('serial-7', 'serial'), 'p2')
   t.equal(devices.ownerOf('SERIAL-7'), undefined, 'other ids are case-sensitive')
   t.same(devices.list().map(d => [d.device_id, d.kind, d.mqtt_username ?? null]), [['C8:2F:9A:11:22:33', 'ble', null], ['serial-7', 'serial', null]])
+})
+
+t.test('an ANT+ strap is paired as ant:<device number 1..1048575>, with no MQTT credentials; other ant: ids are refused', async t => {
+  const { store, devices } = await open(t)
+  const added = await devices.add({ device_id: 'ant:143417', profile_id: 'p1', kind: 'ant' }, 5)
+  t.same(added, { device: { device_id: 'ant:143417', profile_id: 'p1', kind: 'ant', created_at: 5 }, mqtt_password: null })
+  t.equal(devices.ownerOf('ant:143417'), 'p1')
+  t.equal(devices.ownerOf('ant:143417', 'ant'), 'p1')
+  t.equal(devices.ownerOf('ant:143417', 'ble'), undefined, 'an ANT pairing does not own BLE readings')
+  for (const [id, kind] of [['ant:0', 'ant'], ['ant:1048576', 'ant'], ['ant:0143417', 'ant'], ['esp32-01', 'ant'], ['ant:x1', 'any'], ['ant:0', 'mqtt']] as const) {
+    await t.rejects(devices.add({ device_id: id, profile_id: 'p2', kind }), new InvalidAntDeviceIdError(id), `${id} (${kind})`)
+  }
+  t.same(devices.list().map(d => d.device_id), ['ant:143417'], 'nothing else stored')
+  t.same([...(await store.sub('devices').keys().all())], ['ant:143417'])
 })
 
 t.test('duplicates and bad ids are refused; remove unpairs and tells listeners', async t => {

@@ -1,8 +1,10 @@
 // The operator pairs an unpaired BLE strap from the device page, in real
 // Chromium, and the strap's readings then arrive under that member. The strap
 // is the BlueZ emulator on a private dbus-daemon; the relay's BLE source talks
-// to it through node-ble (only the radio is fake).
+// to it through node-ble (only the radio is fake). The same for an ANT+ strap
+// heard by the simulated ANT stick on a pty pair.
 import t from 'tap'
+import { AntTransport } from '../../../device-sim/transports/ant.ts'
 import { startEmulatedBluez } from '../../helpers/bluez.ts'
 import { startTestService } from '../../helpers/service.ts'
 import { join } from 'node:path'
@@ -10,6 +12,68 @@ import { ARTIFACTS, launch, newPage, text, unlabelled } from '../../helpers/brow
 import { eventually } from '../../helpers/wait.ts'
 
 const ADDRESS = 'C0:FF:EE:00:00:01'
+
+// The ANT test runs first: the file's Chromium is launched by the first test that asks, and one launched while the
+// BLE test's private D-Bus is the system bus (DBUS_SYSTEM_BUS_ADDRESS) exits when that bus stops.
+
+t.test('operator pairs an unpaired ANT+ strap, listed with its signal and battery, and its readings arrive under the member', async t => {
+  // One simulated ANT USB stick on a socat pty pair, hearing one strap; the relay's ANT source opens the other end.
+  const transport = new AntTransport()
+  await transport.open([{ index: 0, device_id: 'ant:143417', label: 'Ana' }])
+  const svc = await startTestService(t, { ant: [{ path: transport.relayPath, network_key: '0102030405060708' }] })
+  // The service (and its ANT source) stops before the stick goes.
+  t.teardown(async () => {
+    clearInterval(feed)
+    await svc.stop()
+    await transport.close()
+  })
+  const beat = (): void => { void transport.send(0, { measured_at: Date.now(), heart_rate: 131, rr_intervals_ms: [458, 458], sensor_contact: true }) }
+  beat()
+  const feed = setInterval(beat, 1000)
+  const [runner, , browser] = await Promise.all([svc.user('runner'), svc.user('other'), launch(t)])
+  const read = await svc.token('runner', 'data:heart_rate:read')
+
+  const errors: string[] = []
+  const { page } = await newPage(browser, errors)
+  await page.goto(`${svc.url}/operator/signin`)
+  await page.getByLabel('Admin token').fill(svc.adminToken)
+  await Promise.all([page.waitForURL(`${svc.url}/operator`), page.getByRole('button', { name: 'Sign in' }).click()])
+
+  const ANT_ID = 'ant:143417'
+  const row = page.locator(`form.pair-form[data-device-id="${ANT_ID}"]`)
+  await eventually('the strap among the unpaired devices', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    return await row.count() === 1 ? true : undefined
+  })
+  t.same(await unlabelled(page), [], 'every control on /operator/devices has a label')
+  // Device, source, signal (the simulated stick puts strap 143417 at -45 - (143417 * 7) % 36 = -68 dBm), battery.
+  const cells = await page.locator('tr', { has: row }).locator('td').allTextContents()
+  t.same(cells.slice(0, 4), [`${ANT_ID}ANT+ strap 143417`, 'ant', '-68 dBm', '100%'])
+  t.match(await page.locator('table', { hasText: 'Relay sources' }).textContent(), new RegExp(`ant:${transport.relayPath as string}\\s*running\\s*continuous scan mode`))
+
+  await row.getByLabel(`Member for ${ANT_ID}`).selectOption('runner')
+  await Promise.all([page.waitForURL(/done=paired/), row.getByRole('button', { name: 'Pair with member' }).click()])
+  t.equal(await text(page, '[role=status]'), 'Device paired.')
+  const paired = svc.service.services.devices.get(ANT_ID)
+  t.equal(paired?.profile_id, runner)
+  t.equal(paired?.kind, 'ant')
+
+  const latest = await eventually('the reading under the member', async () => {
+    const res = await fetch(`${svc.url}/api/v1/data/heart_rate/latest`, { headers: { authorization: `Bearer ${read}` } })
+    const body = await res.json() as { data?: { heart_rate?: number } }
+    return res.status === 200 && body.data?.heart_rate === 131 ? body : undefined
+  })
+  t.equal(latest.data?.heart_rate, 131)
+  const pairedRow = page.locator('tr', { hasText: ANT_ID })
+  await eventually('the paired row with its last reading', async () => {
+    await page.goto(`${svc.url}/operator/devices`)
+    return (await pairedRow.locator('.last-bpm').count()) === 1 ? true : undefined
+  })
+  t.equal(await pairedRow.locator('.device-state').textContent(), 'connected')
+  t.equal(await pairedRow.locator('.last-bpm').textContent(), '131')
+  t.match(await pairedRow.textContent(), /ant\s*runner/)
+  t.same(errors, [], 'no page errors')
+})
 
 t.test('operator pairs an unpaired strap and its readings arrive under the member', async t => {
   const ble = await startEmulatedBluez()
