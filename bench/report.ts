@@ -6,7 +6,7 @@ import { fmt } from './lib/stats.ts'
 import type { ScenarioResult } from './lib/results.ts'
 
 const dir = fileURLToPath(new URL('./results/', import.meta.url))
-const order = ['latest-http', 'stats-30d', 'ingest-capacity', 'e2e-latency', 'cost-curve', 'pi-profile', 'ws-fanout', 'footprint', 'ble-path', 'startup']
+const order = ['latest-http', 'stats-30d', 'ingest-capacity', 'e2e-latency', 'cost-curve', 'pi-profile', 'ws-fanout', 'footprint', 'ble-path', 'class', 'startup']
 const results: ScenarioResult[] = []
 for (const f of (await readdir(dir)).filter(f => f.endsWith('.json'))) results.push(JSON.parse(await readFile(dir + f, 'utf8')) as ScenarioResult)
 results.sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario))

@@ -19,8 +19,9 @@ import { blePath } from './ble-path.ts'
 import { startup } from './startup.ts'
 import { costCurve } from './cost-curve.ts'
 import { piProfile } from './pi-profile.ts'
+import { classScenario } from './class.ts'
 
-export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, costCurve, piProfile, wsFanout, footprint, blePath, startup]
+export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, costCurve, piProfile, wsFanout, footprint, blePath, classScenario, startup]
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url))
 
 async function main (): Promise<number> {

@@ -13,6 +13,9 @@ export const PI_INGEST_PER_SECOND = 3_000
 /** e2e-latency at 200 devices (a big gym): p99 publish→WebSocket quiet, and beside a CPU hog (the median of the rounds). */
 export const GYM_QUIET_P99_MS = 10
 export const GYM_HOG_P99_MS = 50
+/** class: 40 straps on one core, every one on its display within this long of pairing, and p99 strap → display per radio. */
+export const CLASS_STREAMING_S = 30
+export const CLASS_P99_MS = 50
 
 const thousands = (n: number): string => n.toLocaleString('en-US')
 
@@ -32,4 +35,9 @@ export function ingestTarget (perSecond: number, lost: number, floor: number): T
 
 export function p99Target (p99: number, limitMs: number): Target {
   return { text: `p99 <= ${limitMs} ms`, met: p99 <= limitMs }
+}
+
+/** class: every strap streaming, the last of them within CLASS_STREAMING_S of pairing. */
+export function classStreamingTarget (seconds: number, streaming: number, straps: number): Target {
+  return { text: `all ${straps} within ${CLASS_STREAMING_S} s`, met: streaming === straps && seconds <= CLASS_STREAMING_S }
 }

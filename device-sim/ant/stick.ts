@@ -82,6 +82,8 @@ export class AntStickSim {
   readonly received: AntMessage[] = []
   /** Broadcast messages written to the host. */
   broadcasts = 0
+  /** Called after each broadcast is written, with what its page carried (the bench times a beat from its first page). */
+  onBroadcast: ((deviceNumber: number, beatCount: number, heartRate: number) => void) | undefined
 
   constructor (readonly options: AntStickOptions) {}
 
@@ -226,6 +228,7 @@ export class AntStickSim {
     const id = { deviceNumber: s.deviceNumber, deviceType: HEART_RATE_DEVICE_TYPE, transmissionType: s.transmissionType }
     this.port.write(Buffer.from(encodeBroadcast(0, page, id, s.rssi)))
     this.broadcasts++
+    this.onBroadcast?.(s.deviceNumber, s.beatCount, s.heartRate)
   }
 
   private reply (id: number, data: number[]): void {

@@ -1,6 +1,6 @@
 // The targets of issue 39's rows (bench/lib/targets.ts): each line, and each side of it.
 import t from 'tap'
-import { fanoutTarget, ingestTarget, INGEST_PER_SECOND, latestHttpTarget, p99Target, PI_INGEST_PER_SECOND } from '../../bench/lib/targets.ts'
+import { classStreamingTarget, fanoutTarget, ingestTarget, INGEST_PER_SECOND, latestHttpTarget, p99Target, PI_INGEST_PER_SECOND } from '../../bench/lib/targets.ts'
 
 t.test('latest-http: at least 0.8x bare Fastify, and no failed answer', async t => {
   t.same(latestHttpTarget(80_000, 100_000, 0), { text: '>= 0.8x bare Fastify', met: true })
@@ -25,4 +25,10 @@ t.test('e2e at 200 devices: a p99 line in ms', async t => {
   t.same(p99Target(10, 10), { text: 'p99 <= 10 ms', met: true })
   t.same(p99Target(10.01, 10), { text: 'p99 <= 10 ms', met: false })
   t.same(p99Target(Number.NaN, 50), { text: 'p99 <= 50 ms', met: false }, 'no figure is not a pass')
+})
+
+t.test('class: all straps streaming within 30 s of pairing', async t => {
+  t.same(classStreamingTarget(30, 40, 40), { text: 'all 40 within 30 s', met: true })
+  t.same(classStreamingTarget(30.1, 40, 40), { text: 'all 40 within 30 s', met: false })
+  t.same(classStreamingTarget(2, 39, 40), { text: 'all 40 within 30 s', met: false }, 'a strap that never streams misses it however fast the others were')
 })
