@@ -41,7 +41,12 @@ export const blePath: Scenario = {
     const windowMs = ctx.quick ? 1000 : 20_000
     // Reference first, on its own emulator (both emulators start at once; each path gets fresh straps).
     const [refStraps, straps] = await bothOrNeither(Worker.start('workers/ble-straps.ts'), Worker.start('workers/ble-straps.ts'))
-    const serverOptions = (busAddress: string): StartOptions => ({ env: { HR_RELAY_BLE: '1', DBUS_SYSTEM_BUS_ADDRESS: busAddress }, ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir }) })
+    // One emulated adapter without a limit (the class scenario measures limits): the relay may hold all n straps on it.
+    const serverOptions = (busAddress: string): StartOptions => ({
+      env: { HR_RELAY_BLE: '1', DBUS_SYSTEM_BUS_ADDRESS: busAddress },
+      config: { ble: { adapters: [{ name: 'hci0', max_connections: n }] } },
+      ...(ctx.cpuProfileDir === undefined ? {} : { cpuProfileDir: ctx.cpuProfileDir })
+    })
     // --quick starts hr-relay (no straps paired yet) while the reference client connects; full runs keep the reference alone on the machine.
     let early: { bus: { busAddress: string, addresses: string[] }, server: Promise<BenchServer> } | undefined
     let ref: Awaited<ReturnType<typeof measure>>

@@ -2,11 +2,13 @@
 import { PassThrough } from 'node:stream'
 import type { FastifyReply } from 'fastify'
 import type { UserRecord } from '../store/users.ts'
-import { writeMemberExport, type MemberExportUses } from './member-export.ts'
+import type { MemberExportUses } from './member-export.ts'
 
 export type { MemberExportUses }
 
 export async function sendMemberExport (uses: MemberExportUses, reply: FastifyReply, user: UserRecord): Promise<FastifyReply> {
+  // Loaded on the first export: the ZIP writer (fflate) and the FIT encoder are not needed at start.
+  const { writeMemberExport } = await import('./member-export.ts')
   const body = new PassThrough()
   // Each chunk waits for the socket: a slow download holds the store reads back instead of filling memory.
   const writing = writeMemberExport(uses, user.profile_id, async chunk => {

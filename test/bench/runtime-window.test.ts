@@ -31,19 +31,25 @@ t.test('hr-relay /metrics: the GC pauses and the event-loop lateness of one wind
   // Before the window, and longer than anything inside it can take even beside CPU hogs: must not show in it.
   block(1000)
   await ticks()
-  const before = parseRuntime((await metrics.text()).body, performance.now())
+  const started = performance.now()
+  const before = parseRuntime((await metrics.text()).body, started)
   if (before === undefined) throw new Error('no runtime figures in /metrics')
   await ticks()
   churn()
   block(40)
   await ticks()
-  const after = parseRuntime((await metrics.text()).body, performance.now())
+  const ended = performance.now()
+  const after = parseRuntime((await metrics.text()).body, ended)
+  // No timer in the window can be later than the window is long (on a loaded machine the churn alone can take a second).
+  const inWindowMs = ended - started
   if (after === undefined) throw new Error('no runtime figures in /metrics')
   const w = runtimeBetween(before, after)
   t.ok(w.gcPauses >= 1, `GC pauses in the window: ${w.gcPauses}`)
   t.ok(w.gcMs > 0, `GC time in the window: ${w.gcMs} ms`)
   t.ok(w.loopLateMaxMs >= 25, `the 40 ms block made a 10 ms timer late by ${w.loopLateMaxMs} ms`)
-  t.ok(w.loopLateMaxMs < 900, `the 1000 ms block before the window is not in it (${w.loopLateMaxMs} ms)`)
+  // The 1000 ms block before the window would show as a timer about 1000 ms late, in a window that (on a machine
+  // that is not starved) is much shorter.
+  t.ok(w.loopLateMaxMs <= inWindowMs + 20, `the 1000 ms block before the window is not in it: late by ${w.loopLateMaxMs} ms in a window of ${inWindowMs.toFixed(0)} ms`)
   t.ok(w.loopLateP99Ms <= w.loopLateMaxMs)
   t.ok(w.seconds > 0.04 && w.seconds < 30, `window ${w.seconds} s`)
 })
