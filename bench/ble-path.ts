@@ -11,17 +11,8 @@ import { type Context, type Outcome, type Scenario } from './lib/scenario.ts'
 import { startServer, type BenchServer, type StartOptions } from './lib/server.ts'
 import { joinLatencies, summarize, type Summary } from './lib/stats.ts'
 import { openViewers, viewersFor } from './lib/viewers.ts'
-import { receiptsWhenComplete } from './lib/latency.ts'
+import { byRate, receiptsWhenComplete } from './lib/latency.ts'
 import type { Receipts } from './workers/ws-viewers.ts'
-
-function byRate (r: Receipts): Map<string, number> {
-  const m = new Map<string, number>()
-  for (let k = 0; k < r.times.length; k++) {
-    const key = `${r.labels[k] as number}:${r.heartRates[k] as number}`
-    if (!m.has(key)) m.set(key, r.times[k] as number)
-  }
-  return m
-}
 
 async function measure (straps: Worker, receiver: Worker, windowMs: number): Promise<{ summary: Summary, lost: number, sent: number, skipped: number }> {
   await straps.call('notify', 1, Math.min(1000, windowMs / 4))

@@ -18,7 +18,7 @@ import { availableParallelism } from 'node:os'
 import { addDevice, createUsers } from './lib/admin.ts'
 import { cpuOf, ticksPerSecond } from './lib/cpu.ts'
 import { allCpus, pinProcess } from './lib/hog.ts'
-import { receiptsWhenComplete } from './lib/latency.ts'
+import { byRate, receiptsWhenComplete } from './lib/latency.ts'
 import { bothOrNeither, Worker } from './lib/proc.ts'
 import { figure, type Figure } from './lib/results.ts'
 import { sleep, type Context, type Outcome, type Scenario } from './lib/scenario.ts'
@@ -51,15 +51,6 @@ function firstByLabel (r: Receipts): Map<number, number> {
 }
 
 /** Receipts keyed as the senders key them: `${label}:${bpm}` → first receipt time. */
-function byRate (r: Receipts): Map<string, number> {
-  const m = new Map<string, number>()
-  for (let k = 0; k < r.times.length; k++) {
-    const key = `${r.labels[k] as number}:${r.heartRates[k] as number}`
-    if (!m.has(key)) m.set(key, r.times[k] as number)
-  }
-  return m
-}
-
 /** BLE strap i is viewer label n + i: its sends rekeyed. */
 function shifted (sends: Map<string, number>, by: number): Map<string, number> {
   const out = new Map<string, number>()

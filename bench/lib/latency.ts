@@ -5,6 +5,19 @@ import type { Receipts } from '../workers/ws-viewers.ts'
 import { joinLatencies, summarize, type Summary } from './stats.ts'
 import type { Worker } from './proc.ts'
 
+/**
+ * The first receipt of each (viewer label, bpm): for senders that carry no timestamp (a BLE notification, an
+ * ANT+ page) and key each send `${strap}:${bpm}`.
+ */
+export function byRate (r: Receipts): Map<string, number> {
+  const m = new Map<string, number>()
+  for (let k = 0; k < r.times.length; k++) {
+    const key = `${r.labels[k] as number}:${r.heartRates[k] as number}`
+    if (!m.has(key)) m.set(key, r.times[k] as number)
+  }
+  return m
+}
+
 export interface Delivery {
   summary: Summary
   /** Readings sent (and expected by at least one receiver) that never arrived. */
