@@ -36,7 +36,8 @@ export const API_ERRORS = {
   conflict: { code: 9409, message: 'conflict', status: 409 },
   request_timeout: { code: 9408, message: 'request_timeout', status: 408 },
   upgrade_required: { code: 9426, message: 'upgrade_required', status: 426 },
-  headers_too_large: { code: 9431, message: 'request_header_fields_too_large', status: 431 }
+  headers_too_large: { code: 9431, message: 'request_header_fields_too_large', status: 431 },
+  storage_busy: { code: 9503, message: 'storage_busy', status: 503 }
 } as const satisfies Record<string, ApiErrorDef>
 
 export type ApiErrorName = keyof typeof API_ERRORS

@@ -145,7 +145,7 @@ export class UpstreamBridge {
     if (this.stopped) return
     const key = keyOf(this.nextSeq++)
     this.writes = this.writes.then(async () => {
-      await this.queue.put(key, reading)
+      await this.deps.store.batch([{ type: 'put', sublevel: this.queue, key, value: reading }])
       this.length++
       if (this.length > this.config.queue_max) await this.trim()
       this.deps.metrics?.setUpstreamQueue(this.length)
@@ -165,7 +165,7 @@ export class UpstreamBridge {
       excess--
     }
     if (doomed.length === 0) return
-    await this.queue.batch(doomed.map(key => ({ type: 'del' as const, key })))
+    await this.deps.store.batch(doomed.map(key => ({ type: 'del' as const, sublevel: this.queue, key })))
     this.length -= doomed.length
     this.deps.metrics?.upstreamDroppedOldest(doomed.length)
     this.log.warn({ dropped: doomed.length, queue_max: this.config.queue_max }, 'upstream queue full; dropped the oldest readings')
@@ -214,7 +214,7 @@ export class UpstreamBridge {
     try {
       const present = await this.queue.get(key)
       if (present !== undefined) {
-        await this.queue.del(key)
+        await this.deps.store.batch([{ type: 'del', sublevel: this.queue, key }])
         this.length--
       }
     } finally {

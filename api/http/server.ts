@@ -57,7 +57,8 @@ function toApiError (err: FastifyError): ApiError {
   return new ApiError('processing', { cause: err })
 }
 
-function storageError (kind: 'full' | 'io', cause: unknown): ApiError {
+function storageError (kind: 'full' | 'io' | 'busy', cause: unknown): ApiError {
+  if (kind === 'busy') return new ApiError('storage_busy', { detail: 'the store is being rewritten after an erasure; retry in a second', cause })
   return kind === 'full'
     ? new ApiError('storage_full', { detail: 'no space left on the device of the data directory; nothing was stored', cause })
     : new ApiError('storage_failed', { detail: 'the data store could not write to disk; nothing was stored', cause })
@@ -110,7 +111,7 @@ export async function buildServer (services: Services, options: ServerOptions): 
     // A failed disk write, wherever it surfaces (also wrapped, as the write endpoint's 6001), says what happened.
     const storage = storageFailure(error)
     const apiError = storage !== undefined ? storageError(storage, error) : error instanceof ApiError ? error : toApiError(error as FastifyError)
-    if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? error, url: request.routeOptions.url }, 'request failed')
+    if (storage === 'busy') { void reply.header('retry-after', '1'); request.log.debug({ url: request.routeOptions.url }, 'store busy (being rewritten)') } else if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? error, url: request.routeOptions.url }, 'request failed')
     else request.log.debug({ code: apiError.code, url: request.routeOptions.url }, 'request refused')
     return await reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.body())
   })

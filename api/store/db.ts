@@ -10,6 +10,7 @@ import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
 import { LevelReadingLog } from './reading-log.ts'
+import { recoverRewrite } from './rewrite.ts'
 
 export type { BatchOp, Sub }
 
@@ -60,14 +61,17 @@ export function dataDirError (dir: string, err: unknown): unknown {
 
 /**
  * What a failed store write means: 'full' (no space left on the device),
- * 'io' (another LevelDB I/O error) or undefined (not a storage failure).
+ * 'io' (another LevelDB I/O error), 'busy' (the database was closed for a
+ * moment by a rewrite) or undefined (not a storage failure).
  * LevelDB reports the OS error only in its status text (LEVEL_IO_ERROR
  * "IO error: <file>: No space left on device"), so that text is read here.
  */
-export function storageFailure (err: unknown): 'full' | 'io' | undefined {
+export function storageFailure (err: unknown): 'full' | 'io' | 'busy' | undefined {
   let e = err as { code?: unknown, message?: unknown, cause?: unknown } | undefined
   for (let depth = 0; depth < 8 && e !== undefined && e !== null && typeof e === 'object'; depth++) {
     if (e.code === 'ENOSPC') return 'full'
+    // The database closed for a moment while a rewrite (rewrite.ts) swapped it.
+    if (e.code === 'LEVEL_DATABASE_NOT_OPEN' || e.code === 'LEVEL_ITERATOR_NOT_OPEN') return 'busy'
     if (e.code === 'LEVEL_IO_ERROR' || e.code === 'EIO') {
       return typeof e.message === 'string' && /no space left on device/i.test(e.message) ? 'full' : 'io'
     }
@@ -96,6 +100,13 @@ export class Store implements AtomicBatch {
   /** Where the ingest pipeline writes each group of readings, durably (reading-log.ts). */
   readonly readingLog: LevelReadingLog
   private readonly subs = new Map<string, Sub<any>>()
+  /** While a rewrite swaps the database (rewrite.ts), batches wait for this promise. */
+  private gate: Promise<void> | null = null
+  /** Batches being written now; a rewrite waits for none before it swaps. */
+  private writing = 0
+  private readonly idleWaiters: Array<() => void> = []
+  /** While a rewrite copies the database: the full (prefixed) keys that batches touched meanwhile. */
+  private touched: Set<string> | null = null
 
   private constructor (dir: string, db: Level<string, unknown>) {
     this.dir = dir
@@ -114,6 +125,11 @@ export class Store implements AtomicBatch {
       throw dataDirError(dataDir, err)
     }
     const location = join(dataDir, 'db')
+    try {
+      await recoverRewrite(location)
+    } catch (err) {
+      throw dataDirError(dataDir, err)
+    }
     const db = new Level<string, unknown>(location, { valueEncoding: 'json', ...(options.writeBufferSize === undefined ? {} : { writeBufferSize: options.writeBufferSize }) })
     try {
       await db.open()
@@ -157,7 +173,35 @@ export class Store implements AtomicBatch {
    */
   async batch (ops: BatchOp[], options: { sync?: boolean } = {}): Promise<void> {
     if (ops.length === 0) return
-    await this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, { sync: options.sync === true })
+    while (this.gate !== null) await this.gate
+    this.writing++
+    try {
+      if (this.touched !== null) for (const op of ops) this.touched.add(op.sublevel.prefixKey(op.key, 'utf8'))
+      await this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, { sync: options.sync === true })
+    } finally {
+      this.writing--
+      if (this.writing === 0) for (const fn of this.idleWaiters.splice(0)) fn()
+    }
+  }
+
+  /** Every sublevel opened through sub(), to be reopened after the database was (rewrite.ts). */
+  get sublevels (): ReadonlyArray<Sub<any>> { return [...this.subs.values()] }
+
+  /** Starts recording the keys that batches touch (rewrite.ts copies the database meanwhile). */
+  recordTouched (): void { this.touched = new Set() }
+
+  /**
+   * Holds every new batch until `release` is called, once the batches being written have finished; answers the
+   * keys recorded since recordTouched and stops recording.
+   */
+  async holdWrites (): Promise<{ touched: Set<string>, release: () => void }> {
+    while (this.gate !== null) await this.gate
+    let release!: () => void
+    this.gate = new Promise<void>(resolve => { release = () => { this.gate = null; resolve() } })
+    if (this.writing > 0) await new Promise<void>(resolve => { this.idleWaiters.push(resolve) })
+    const touched = this.touched ?? new Set<string>()
+    this.touched = null
+    return { touched, release }
   }
 
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {
