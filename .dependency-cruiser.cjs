@@ -21,7 +21,8 @@ const API_PUBLIC = [
   'api/store/clients.ts',
   'api/store/tokens.ts',
   'api/store/devices.ts',
-  'api/store/integrations.ts'
+  'api/store/integrations.ts',
+  'api/privacy/erase.ts' // a member's erasure: the store rewrite after an upstream erasure notice
 ]
 const escape = s => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import type { Store } from './store/db.ts'
 import type { ClientStore, DeviceStore, TokenStore, UserStore } from './store/types.ts'
 import type { DataServices } from './data-services.ts'
+import type { ErasureHook } from './privacy/types.ts'
 
 export interface TokenLifetimes {
   /** Seconds. Defaults in relay/config.ts (docs/api.md "Token lifetimes"). */
@@ -74,4 +75,6 @@ export interface Services extends DataServices {
   devices: DeviceStore
   /** The metrics the service records (Prometheus, relay/metrics.ts). */
   metrics: ServiceMetrics
+  /** What else a member's erasure must erase (api/privacy/erase.ts): the relay adds its upstream queue. */
+  erasureHooks?: ErasureHook[]
 }

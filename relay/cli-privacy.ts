@@ -1,5 +1,6 @@
-// `hr-relay admin user consent <username> [--version V] | --withdraw`, over the admin API
-// (api/http/admin-privacy.ts): a consent the member gave on paper, recorded by the operator.
+// `hr-relay admin user consent <username> [--version V] | --withdraw`, `user export <username> --out FILE` and
+// `user delete <username>`, over the admin API (api/http/admin-privacy.ts): a consent the member gave on paper,
+// recorded by the operator; the member's data export; the member's erasure.
 import { CliError, type AdminCommand } from './cli-admin.ts'
 
 const seg = (s: string): string => encodeURIComponent(s)
@@ -36,5 +37,15 @@ export const PRIVACY_COMMANDS: AdminCommand[] = [
       return { method: 'GET', path: `/admin/users/${seg(username!)}/export`, saveTo: f.out }
     },
     human: (r: { file: string, bytes: number }) => `wrote ${r.file} (${r.bytes} bytes): profile.json, readings.csv, sessions/, configuration.json, consents.json, apps.json`
+  },
+  {
+    words: ['user', 'delete'],
+    usage: 'user delete <username>',
+    args: ['username'],
+    request: ([username]) => ({ method: 'DELETE', path: `/admin/users/${seg(username!)}` }),
+    human: (r: { username: string, erased: Record<string, number> }) => {
+      const parts = Object.entries(r.erased).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k.replace(/_/g, ' ')}`)
+      return `erased ${r.username}: ${parts.length === 0 ? 'nothing was stored' : parts.join(', ')}`
+    }
   }
 ]

@@ -18,6 +18,14 @@
 // Topic: `<topic_prefix>/users/<profile_id>/heart_rate`. Payload: the
 // specification's reading shape plus `source` and, when known, `device_id`:
 // {"measured_at":1700000000000,"data":{"heart_rate":72},"source":"ble","device_id":"C8:2F:9A:11:22:33"}
+//
+// A member's erasure (`eraseProfile`) drops their queued readings (those in
+// flight are delivered, then deleted as usual) and queues an erasure notice
+// after everything else of theirs: topic `<topic_prefix>/users/<profile_id>/erased`,
+// payload {"profile_id":"…","erased_at":1700000000000}, QoS 1, not retained, so
+// that a hub erases its copy too. Until its PUBACK the notice is the one trace of
+// the profile id left on disk; once it is delivered, `onNoticeDelivered` lets the
+// service rewrite the store so that the notice's bytes go too.
 import type { MqttClient } from 'mqtt'
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
@@ -41,9 +49,17 @@ export interface UpstreamMetrics {
   upstreamDroppedOldest (n?: number): void
 }
 
+/** The queue entry of a member's erasure notice (the other entries are stored readings). */
+export interface ErasureNotice { erasure: true, profile_id: string, erased_at: number }
+type QueueEntry = StoredReading | ErasureNotice
+
+function isNotice (e: QueueEntry): e is ErasureNotice { return (e as ErasureNotice).erasure === true }
+
 export interface UpstreamDeps {
   store: Store
   log: Logger
+  /** Called once an erasure notice is delivered and deleted from the queue (the service rewrites the store). */
+  onNoticeDelivered?: () => void
   metrics?: UpstreamMetrics
   /** mqtt.js reconnect period (ms); default 2000. */
   reconnectPeriodMs?: number
@@ -59,6 +75,10 @@ export function upstreamTopic (prefix: string, profileId: string): string {
   return `${prefix.replace(/\/+$/, '')}/users/${profileId}/heart_rate`
 }
 
+export function erasureTopic (prefix: string, profileId: string): string {
+  return `${prefix.replace(/\/+$/, '')}/users/${profileId}/erased`
+}
+
 export function upstreamPayload (r: StoredReading): string {
   return JSON.stringify({
     measured_at: r.measured_at,
@@ -70,7 +90,7 @@ export function upstreamPayload (r: StoredReading): string {
 
 export class UpstreamBridge {
   readonly id = 'upstream'
-  private readonly queue: Sub<StoredReading>
+  private readonly queue: Sub<QueueEntry>
   private readonly log: Logger
   private client: MqttClient | null = null
   private nextSeq = 0
@@ -79,7 +99,7 @@ export class UpstreamBridge {
   private cursor = ''
   private readonly inflight = new Set<string>()
   private drainWaiters: Array<() => void> = []
-  private readonly retry: Array<[string, StoredReading]> = []
+  private readonly retry: Array<[string, QueueEntry]> = []
   private writes: Promise<void> = Promise.resolve()
   private pumping = false
   private again = false
@@ -89,7 +109,7 @@ export class UpstreamBridge {
   private listeners: Array<['connect' | 'close' | 'offline' | 'error', (...args: never[]) => void]> = []
 
   constructor (private readonly config: UpstreamConfig, private readonly deps: UpstreamDeps) {
-    this.queue = deps.store.sub<StoredReading>('upstream_queue')
+    this.queue = deps.store.sub<QueueEntry>('upstream_queue')
     this.log = deps.log.child({ component: 'upstream' })
   }
 
@@ -153,6 +173,31 @@ export class UpstreamBridge {
     }).catch(err => { this.log.error({ err }, 'cannot write to the upstream queue; reading not forwarded') })
   }
 
+  /**
+   * A member's erasure: their queued readings are deleted (those in flight are delivered first) and an erasure
+   * notice is queued after them. Returns how many queued readings were deleted. Runs in the write chain, so a
+   * reading enqueued before it is deleted too.
+   */
+  async eraseProfile (profileId: string, now = Date.now()): Promise<number> {
+    let dropped = 0
+    const run = this.writes.then(async () => {
+      const ops: Array<{ type: 'del', sublevel: Sub<QueueEntry>, key: string } | { type: 'put', sublevel: Sub<QueueEntry>, key: string, value: QueueEntry }> = []
+      for await (const [key, entry] of this.queue.iterator()) {
+        if (entry.profile_id === profileId && !this.inflight.has(key)) ops.push({ type: 'del', sublevel: this.queue, key })
+      }
+      dropped = ops.length
+      for (let i = this.retry.length - 1; i >= 0; i--) if (this.retry[i]![1].profile_id === profileId && !isNotice(this.retry[i]![1])) this.retry.splice(i, 1)
+      ops.push({ type: 'put', sublevel: this.queue, key: keyOf(this.nextSeq++), value: { erasure: true, profile_id: profileId, erased_at: now } })
+      await this.deps.store.batch(ops, { sync: true })
+      this.length += 1 - dropped
+      this.deps.metrics?.setUpstreamQueue(this.length)
+      this.kick()
+    })
+    this.writes = run.catch(err => { this.log.error({ err }, 'cannot queue the erasure notice') })
+    await run
+    return dropped
+  }
+
   /** Drops the oldest queued readings (not those in flight) beyond queue_max. */
   private async trim (): Promise<void> {
     let excess = this.length - this.config.queue_max
@@ -183,7 +228,7 @@ export class UpstreamBridge {
   private async pump (): Promise<void> {
     const client = this.client
     while (client !== null && client.connected && !this.stopped && this.inflight.size < WINDOW) {
-      const batch: Array<[string, StoredReading]> = this.retry.splice(0, WINDOW - this.inflight.size)
+      const batch: Array<[string, QueueEntry]> = this.retry.splice(0, WINDOW - this.inflight.size)
       if (batch.length < WINDOW - this.inflight.size) {
         const range = this.cursor === '' ? {} : { gt: this.cursor }
         for await (const entry of this.queue.iterator({ ...range, limit: WINDOW - this.inflight.size - batch.length })) batch.push(entry)
@@ -196,19 +241,22 @@ export class UpstreamBridge {
     }
   }
 
-  private send (client: MqttClient, key: string, reading: StoredReading): void {
+  private send (client: MqttClient, key: string, entry: QueueEntry): void {
     this.inflight.add(key)
-    client.publish(upstreamTopic(this.config.topic_prefix, reading.profile_id), upstreamPayload(reading), { qos: 1 }, err => {
+    const [topic, payload] = isNotice(entry)
+      ? [erasureTopic(this.config.topic_prefix, entry.profile_id), JSON.stringify({ profile_id: entry.profile_id, erased_at: entry.erased_at })]
+      : [upstreamTopic(this.config.topic_prefix, entry.profile_id), upstreamPayload(entry)]
+    client.publish(topic, payload, { qos: 1 }, err => {
       if (err !== undefined && err !== null) {
         this.inflight.delete(key)
-        if (!this.stopped) { this.retry.push([key, reading]); this.log.warn({ err: err.message }, 'upstream publish failed; will retry') }
+        if (!this.stopped) { this.retry.push([key, entry]); this.log.warn({ err: err.message }, 'upstream publish failed; will retry') }
         return
       }
-      this.acked(key).catch(e => { this.log.error({ err: e }, 'cannot remove an acknowledged reading from the upstream queue') })
+      this.acked(key, isNotice(entry)).catch(e => { this.log.error({ err: e }, 'cannot remove an acknowledged reading from the upstream queue') })
     })
   }
 
-  private async acked (key: string): Promise<void> {
+  private async acked (key: string, notice = false): Promise<void> {
     // The key stays in flight until it is deleted from disk: `drain` (at stop) resolves only
     // once every acknowledged reading is gone from the queue, not while a delete is pending.
     try {
@@ -220,6 +268,7 @@ export class UpstreamBridge {
     } finally {
       this.inflight.delete(key)
     }
+    if (notice) this.deps.onNoticeDelivered?.()
     this.deps.metrics?.upstreamAcked()
     this.deps.metrics?.setUpstreamQueue(this.length)
     if (this.inflight.size === 0) for (const fn of this.drainWaiters.splice(0)) fn()

@@ -4,6 +4,8 @@
 //   DELETE /admin/users/:username/consent            → {username, consent: null} : the consent in force withdrawn
 //   GET    /admin/users/:username/export             → 200 application/zip: the member's data export
 //          (api/export/member-export.ts), streamed
+//   DELETE /admin/users/:username                    → {username, erased: {<kind>: count}} : the member's erasure
+//          (api/privacy/erase.ts): every trace, then the bytes
 // `consent` is the consent in force: {version, given_at, how}, or null.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -13,8 +15,9 @@ import { Params } from './schema.ts'
 import { activeConsent, type UserRecord } from '../store/users.ts'
 import type { Services } from '../services.ts'
 import { sendMemberExport, type MemberExportUses } from '../export/send-export.ts'
+import { eraseMember, type EraseUses } from '../privacy/erase.ts'
 
-export type AdminPrivacyUses = AdminUses & MemberExportUses
+export type AdminPrivacyUses = AdminUses & MemberExportUses & EraseUses
 
 /** The current notice version: privacy.notice_version (default "1"). */
 export function noticeVersion (uses: Pick<Services, 'config'>): string {
@@ -62,6 +65,31 @@ export const adminPrivacyPlugin: FastifyPluginAsyncTypebox<AdminPrivacyUses> = a
       const user = await member(request.params.username)
       request.log.info({ profile_id: user.profile_id }, 'data export by the operator')
       return await sendMemberExport(uses, reply, user)
+    })
+
+    const counted = { type: 'integer' } as const
+    admin.delete('/admin/users/:username', {
+      schema: {
+        params: Params({ username: Type.String() }),
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              username: { type: 'string' },
+              erased: {
+                type: 'object',
+                properties: Object.fromEntries(['account', 'readings', 'minute_rollups', 'hour_rollups', 'latest', 'consents', 'widgets', 'game_mod', 'rich_presence', 'devices', 'rooms', 'tokens', 'oauth_codes', 'sign_in_sessions', 'upstream_queue'].map(k => [k, counted]))
+              }
+            }
+          }
+        }
+      }
+    }, async request => {
+      const user = await member(request.params.username)
+      const erased = await eraseMember(uses, user)
+      // The log keeps no username or profile id of an erased member: only what went.
+      request.log.info({ erased }, 'member erased by the operator')
+      return { username: user.username, erased }
     })
 
     admin.delete('/admin/users/:username/consent', {

@@ -74,6 +74,13 @@ export class Sessions {
     reply.header('set-cookie', serializeCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, secure: this.secure }))
   }
 
+  /** Ends every session of this member (their erasure); returns how many. */
+  endAllFor (profileId: string): number {
+    let n = 0
+    for (const [k, s] of this.map) if (s.profile_id === profileId) { this.map.delete(k); n++ }
+    return n
+  }
+
   /** Constant-time check of a form's CSRF token against the session's. */
   csrfValid (session: Session | undefined, given: string | undefined): boolean {
     if (session === undefined || typeof given !== 'string' || given.length === 0) return false

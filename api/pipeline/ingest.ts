@@ -92,6 +92,8 @@ export class Pipeline implements Ingest {
   private chain: Promise<void> = Promise.resolve()
   private pruneTimer: NodeJS.Timeout | undefined
   private pruning = false
+  /** Members erased while the service runs: a reading of theirs still on its way is refused, never written. */
+  private readonly erased = new Set<string>()
 
   constructor (private readonly o: PipelineOptions) {
     this.now = o.now ?? Date.now
@@ -178,6 +180,28 @@ export class Pipeline implements Ingest {
     })
   }
 
+  /**
+   * A member's erasure: from now on their readings are refused ('unknown_profile'), and `erase` runs while no group
+   * is being written. A reading of theirs that passed the steps before is refused when its group is gathered, so
+   * nothing of theirs is written after `erase`, and nothing of theirs is acknowledged and then lost.
+   */
+  async eraseProfile<T> (profileId: string, erase: () => Promise<T>): Promise<T> {
+    this.erased.add(profileId)
+    this.env.knownProfiles.delete(profileId)
+    this.env.lastAccepted.delete(profileId)
+    return await this.exclusive(erase)
+  }
+
+  /** The items without the readings of erased members, which are answered as refused. */
+  private withoutErased (items: Pending[]): Pending[] {
+    if (this.erased.size === 0) return items
+    return items.filter(p => {
+      if (!this.erased.has(p.reading.profile_id)) return true
+      p.resolve(this.drop('unknown_profile'))
+      return false
+    })
+  }
+
   /** Runs fn after every earlier write or prune step (one at a time). */
   exclusive<T> (fn: () => Promise<T>): Promise<T> {
     const run = this.chain.then(fn)
@@ -229,7 +253,8 @@ export class Pipeline implements Ingest {
   private async gather (): Promise<void> {
     const room = (this.o.maxGroup ?? 5000) - this.next.items.length
     if (room <= 0 || this.pending.length === 0) return
-    const items = this.pending.splice(0, room)
+    const items = this.withoutErased(this.pending.splice(0, room))
+    if (items.length === 0) return
     const next = this.next
     const plannable = next.items.length === 0 || next.plan !== undefined
     for (const it of items) next.items.push(it)
@@ -244,6 +269,11 @@ export class Pipeline implements Ingest {
   private async startWrite (): Promise<void> {
     const group = this.next
     this.next = { items: [], plan: undefined }
+    if (this.erased.size > 0) {
+      const kept = this.withoutErased(group.items)
+      if (kept.length !== group.items.length) { group.items = kept; group.plan = undefined }
+      if (kept.length === 0) return
+    }
     let planned: Plan
     try {
       planned = await plan(this.groupEnv, group)

@@ -176,9 +176,10 @@ export class Store implements AtomicBatch {
     while (this.gate !== null) await this.gate
     this.writing++
     try {
-      if (this.touched !== null) for (const op of ops) this.touched.add(op.sublevel.prefixKey(op.key, 'utf8'))
       await this.db.batch(ops as Array<BatchOperation<Level<string, unknown>, string, unknown>>, { sync: options.sync === true })
     } finally {
+      // Recorded once written: a batch that ends after the rewrite's copy began may be missing from its snapshot.
+      if (this.touched !== null) for (const op of ops) this.touched.add(op.sublevel.prefixKey(op.key, 'utf8'))
       this.writing--
       if (this.writing === 0) for (const fn of this.idleWaiters.splice(0)) fn()
     }

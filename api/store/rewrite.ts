@@ -24,9 +24,20 @@
 import { open as openFile, rename, rm, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { Level } from 'level'
-import type { Store } from './db.ts'
+import type { Sub } from './sublevel.ts'
+
+/** What a rewrite needs of the store (db.ts's Store): its database, its sublevels and its write gate. */
+export interface RewritableStore {
+  readonly db: Level<string, unknown>
+  readonly sublevels: ReadonlyArray<Sub<any>>
+  recordTouched (): void
+  holdWrites (): Promise<{ touched: Set<string>, release: () => void }>
+}
 
 const COPY_BATCH = 1000
+
+/** classic-level's compactRange, which the `level` package's types leave out (they cover browsers too). */
+interface Compactable { compactRange (start: string, end: string): Promise<void> }
 
 const nextOf = (location: string): string => `${location}.rewrite`
 const oldOf = (location: string): string => `${location}.old`
@@ -53,37 +64,39 @@ export async function recoverRewrite (location: string): Promise<void> {
   await rm(nextOf(location), { recursive: true, force: true })
 }
 
-/** Copies the live entries of the store into a fresh database and swaps it in. Returns how many entries it holds. */
-export async function rewriteStore (store: Store): Promise<{ entries: number }> {
+/** Copies the live entries of the store into a fresh database and swaps it in. Returns how many entries were copied. */
+export async function rewriteStore (store: RewritableStore): Promise<{ entries: number }> {
+  // Recording starts before the copy's snapshot: a batch that ends after this is recorded, one that ended before is in it.
+  store.recordTouched()
   const location = store.db.location
   const next = nextOf(location)
   const old = oldOf(location)
-  await rm(next, { recursive: true, force: true })
-  const fresh = new Level<string, Uint8Array>(next, { keyEncoding: 'utf8', valueEncoding: 'view' })
-  await fresh.open()
+  let fresh: Level<string, Uint8Array> | undefined
   let hold: { touched: Set<string>, release: () => void } | undefined
-  let freshOpen = true
   try {
-    store.recordTouched()
-    const copied = new Set<string>()
+    await rm(next, { recursive: true, force: true })
+    // The constructor starts opening the new database (abstract-level's deferred open): only once the old copy is gone.
+    fresh = new Level<string, Uint8Array>(next, { keyEncoding: 'utf8', valueEncoding: 'view' })
+    await fresh.open()
+    let entries = 0
     let ops: Array<{ type: 'put', key: string, value: Uint8Array }> = []
     for await (const [key, value] of store.db.iterator<string, Uint8Array>({ keyEncoding: 'utf8', valueEncoding: 'view' })) {
       ops.push({ type: 'put', key, value })
-      copied.add(key)
+      entries++
       if (ops.length >= COPY_BATCH) { await fresh.batch(ops); ops = [] }
     }
     if (ops.length > 0) await fresh.batch(ops)
+    // The copy's batches were not synced one by one, and LevelDB does not sync a log file it leaves for the next:
+    // compacting moves everything into table files, which LevelDB syncs, before the old database is given up.
+    await (fresh as unknown as Compactable).compactRange('', '\xff')
     hold = await store.holdWrites()
     const again: Array<{ type: 'put', key: string, value: Uint8Array } | { type: 'del', key: string }> = []
     for (const key of hold.touched) {
       const value = await store.db.get<string, Uint8Array>(key, { keyEncoding: 'utf8', valueEncoding: 'view' })
-      if (value !== undefined) again.push({ type: 'put', key, value })
-      else if (copied.has(key)) again.push({ type: 'del', key })
+      again.push(value === undefined ? { type: 'del', key } : { type: 'put', key, value })
     }
     await fresh.batch(again, { sync: true })
-    const entries = copied.size + again.filter(op => op.type === 'put' && !copied.has(op.key)).length - again.filter(op => op.type === 'del').length
     await fresh.close()
-    freshOpen = false
     await store.db.close()
     try {
       await rename(location, old)
@@ -97,7 +110,7 @@ export async function rewriteStore (store: Store): Promise<{ entries: number }> 
     }
     return { entries }
   } finally {
-    if (freshOpen) await fresh.close().catch(() => undefined)
+    if (fresh !== undefined && fresh.status !== 'closed') await fresh.close().catch(() => undefined)
     await rm(next, { recursive: true, force: true }).catch(() => undefined)
     if (hold === undefined) await store.holdWrites().then(h => { h.release() }, () => undefined)
     else hold.release()

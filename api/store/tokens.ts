@@ -226,6 +226,23 @@ export class Tokens implements TokenStore {
     return n
   }
 
+  /**
+   * Every token of this member ends (their erasure): each family of theirs is revoked, so open streams close, and
+   * their grants go. Returns how many access and refresh tokens were deleted.
+   */
+  async revokeAllOf (profileId: string): Promise<number> {
+    const families = new Set<string>()
+    let tokens = 0
+    for await (const rec of this.access.values()) if (rec.profile_id === profileId) { families.add(rec.family); tokens++ }
+    for await (const rec of this.refresh.values()) if (rec.profile_id === profileId) { families.add(rec.family); tokens++ }
+    for (const f of families) await this.revokeFamily(f)
+    const grants: BatchOp[] = []
+    const prefix = `${profileId}!`
+    for await (const key of this.grants.keys({ gt: prefix, lt: `${prefix}\xff` })) grants.push({ type: 'del', sublevel: this.grants, key })
+    await this.store.batch(grants, { sync: true })
+    return tokens
+  }
+
   /** Client ids this user has granted access to (with at least one live token family). */
   async grantedClients (profileId: string): Promise<string[]> {
     const out = new Set<string>()

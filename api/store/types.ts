@@ -125,6 +125,8 @@ export interface UserStore {
   setHomeAssistant (profileId: string, enabled: boolean): Promise<UserRecord | undefined>
   onHomeAssistantChanged (fn: (user: UserRecord) => void): () => void
   list (): Promise<UserRecord[]>
+  /** Deletes the member's record and username (their erasure); the username can be created again as a new profile. */
+  remove (profileId: string): Promise<UserRecord | undefined>
 }
 
 /** Devices seen in range (memory only, bounded). */
@@ -177,6 +179,8 @@ export interface TokenStore {
   revokeFamily (family: string): Promise<number>
   revokeGrant (profileId: string, clientId: string): Promise<number>
   grantedClients (profileId: string): Promise<string[]>
+  /** Revokes every token and grant of the member (their erasure); returns how many tokens were deleted. */
+  revokeAllOf (profileId: string): Promise<number>
   grantsOf (profileId: string, now?: number): Promise<Array<{ client_id: string, scopes: string[], last_issued_at: number | null }>>
 }
 

@@ -90,6 +90,27 @@ export class Users implements UserStore {
     })
   }
 
+  /**
+   * Deletes the member's record and username (a member's erasure, api/privacy/erase.ts) and forgets their switches;
+   * the username can be taken again, by a new profile. Returns the record deleted, or undefined.
+   */
+  async remove (profileId: string): Promise<UserRecord | undefined> {
+    return await this.lock.run(`user:${profileId}`, async () => {
+      const user = await this.byId.get(profileId)
+      if (user === undefined) return undefined
+      return await this.lock.run(`name:${Users.nameKey(user.username)}`, async () => {
+        await this.store.batch([
+          { type: 'del', sublevel: this.byId, key: profileId },
+          { type: 'del', sublevel: this.byName, key: Users.nameKey(user.username) }
+        ], { sync: true })
+        this.hidden.delete(profileId)
+        this.paused.delete(profileId)
+        this.consented.delete(profileId)
+        return user
+      })
+    })
+  }
+
   /** Loads the in-memory room_hidden and ingestion_paused indexes (once at start, before readings and room streams flow). */
   async loadRoomHidden (): Promise<void> {
     this.hidden.clear()
