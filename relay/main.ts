@@ -26,7 +26,7 @@ import { IGNORED_DATA_KEYS } from './config-schema.ts'
 import { MqttBroker } from './broker/broker.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
-import { rewriteAfterNotice } from '../api/privacy/erase.ts'
+import { markRewritePending, rewriteAfterNotice } from '../api/privacy/erase.ts'
 import { ListenError } from './listen-error.ts'
 import { Integrations } from '../api/store/integrations.ts'
 import { adminIntegrationsPlugin } from '../api/http/admin-integrations.ts'
@@ -148,8 +148,9 @@ export async function startService (config: Config, options: { logger?: Logger, 
     const metrics = new Metrics({ defaultMetrics: true })
     // The upstream bridge stops after the pipeline (closers run in reverse), so readings flushed at stop are queued.
     // Once a member's erasure notice is delivered, the store is rewritten so that its bytes go too (api/privacy/erase.ts).
-    const onNoticeDelivered = (): void => { rewriteAfterNotice(store).catch((err: unknown) => { log.error({ err }, 'rewriting the store after an erasure notice failed') }) }
-    const upstream = config.upstream === undefined ? null : new UpstreamBridge(config.upstream, { store, log, metrics, onNoticeDelivered })
+    const beforeNoticeDeleted = async (): Promise<void> => { await markRewritePending(store.db.location) }
+    const onNoticeDelivered = (): void => { rewriteAfterNotice(store).catch((err: unknown) => { log.error({ err }, 'rewriting the store after an erasure notice failed; it runs at the next start') }) }
+    const upstream = config.upstream === undefined ? null : new UpstreamBridge(config.upstream, { store, log, metrics, beforeNoticeDeleted, onNoticeDelivered })
     if (upstream !== null) {
       await upstream.start()
       stack.push(async () => { await upstream.stop() })

@@ -58,6 +58,8 @@ function isNotice (e: QueueEntry): e is ErasureNotice { return (e as ErasureNoti
 export interface UpstreamDeps {
   store: Store
   log: Logger
+  /** Called when an erasure notice is delivered, before it is deleted from the queue (the service records a rewrite as due). */
+  beforeNoticeDeleted?: () => Promise<void>
   /** Called once an erasure notice is delivered and deleted from the queue (the service rewrites the store). */
   onNoticeDelivered?: () => void
   metrics?: UpstreamMetrics
@@ -262,6 +264,9 @@ export class UpstreamBridge {
     try {
       const present = await this.queue.get(key)
       if (present !== undefined) {
+        // A delivered notice: the rewrite that removes its bytes is recorded as due before it is deleted (a crash
+        // between the two runs it at the next start).
+        if (notice) await this.deps.beforeNoticeDeleted?.()
         await this.deps.store.batch([{ type: 'del', sublevel: this.queue, key }])
         this.length--
       }

@@ -19,13 +19,14 @@
 import type { BatchOp, Sub } from '../store/db.ts'
 import { profileHigh, profileLow } from '../pipeline/codec.ts'
 import { HOUR_SUBLEVEL } from '../store/hour-rollups.ts'
-import { rewriteStore } from '../store/rewrite.ts'
+import { markRewritePending, rewriteStore } from '../store/rewrite.ts'
 import { sharedSessions } from '../oauth/session.ts'
 import type { UserRecord } from '../store/users.ts'
 import type { Services } from '../services.ts'
 import type { ErasureCounts, ErasureHook } from './types.ts'
 
 export type { ErasureCounts, ErasureHook }
+export { markRewritePending }
 
 export type EraseUses = Pick<Services, 'store' | 'users' | 'tokens' | 'devices' | 'readings' | 'pipeline' | 'widgets' | 'rooms' | 'config' | 'erasureHooks'>
 
@@ -54,6 +55,8 @@ async function eraseNow (uses: EraseUses, user: UserRecord, hooks: readonly Eras
     account: 0, readings: 0, minute_rollups: 0, hour_rollups: 0, latest: 0, consents: user.consents?.length ?? 0, widgets: 0,
     game_mod: 0, rich_presence: 0, devices: 0, rooms: 0, tokens: 0, oauth_codes: 0, sign_in_sessions: 0, upstream_queue: 0
   }
+  // A stop or crash before the rewrite below completes: the next start runs it (api/store/rewrite.ts).
+  await markRewritePending(uses.store.db.location)
   // 1. Access ends.
   if (user.home_assistant === true) await uses.users.setHomeAssistant(pid, false)
   counts.tokens = await uses.tokens.revokeAllOf(pid)

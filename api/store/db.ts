@@ -10,7 +10,7 @@ import { buildHourRollups } from './hour-rollups.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 import type { AtomicBatch } from './types.ts'
 import { LevelReadingLog } from './reading-log.ts'
-import { recoverRewrite } from './rewrite.ts'
+import { recoverRewrite, rewriteStore } from './rewrite.ts'
 
 export type { BatchOp, Sub }
 
@@ -107,6 +107,9 @@ export class Store implements AtomicBatch {
   private readonly idleWaiters: Array<() => void> = []
   /** While a rewrite copies the database: the full (prefixed) keys that batches touched meanwhile. */
   private touched: Set<string> | null = null
+  /** The rewrite running (rewrite.ts), which close() waits for; none starts once closing. */
+  private rewrite: Promise<unknown> | null = null
+  private closing = false
 
   private constructor (dir: string, db: Level<string, unknown>) {
     this.dir = dir
@@ -125,8 +128,9 @@ export class Store implements AtomicBatch {
       throw dataDirError(dataDir, err)
     }
     const location = join(dataDir, 'db')
+    let rewriteDue: boolean
     try {
-      await recoverRewrite(location)
+      rewriteDue = await recoverRewrite(location)
     } catch (err) {
       throw dataDirError(dataDir, err)
     }
@@ -147,6 +151,8 @@ export class Store implements AtomicBatch {
     const store = new Store(dataDir, db)
     try {
       await store.migrate()
+      // A rewrite that an erasure needed and that a stop or crash cut off (rewrite.ts) runs before anything else.
+      if (rewriteDue) await rewriteStore(store)
     } catch (err) {
       await store.close().catch(() => undefined)
       throw err
@@ -188,6 +194,14 @@ export class Store implements AtomicBatch {
   /** Every sublevel opened through sub(), to be reopened after the database was (rewrite.ts). */
   get sublevels (): ReadonlyArray<Sub<any>> { return [...this.subs.values()] }
 
+  /** Runs a rewrite (rewrite.ts) unless the store is closing; close() waits for it. */
+  async rewriting<T> (fn: () => Promise<T>): Promise<T> {
+    if (this.closing) throw new StoreOpenError(this.dir, { cause: new Error('the store is closing') })
+    const run = fn()
+    this.rewrite = run
+    try { return await run } finally { if (this.rewrite === run) this.rewrite = null }
+  }
+
   /** Starts recording the keys that batches touch (rewrite.ts copies the database meanwhile). */
   recordTouched (): void { this.touched = new Set() }
 
@@ -227,7 +241,9 @@ export class Store implements AtomicBatch {
 
   /** Waits for the groups of readings being written, then closes LevelDB. */
   async close (): Promise<void> {
+    this.closing = true
     try {
+      await this.rewrite?.catch(() => undefined)
       await this.readingLog.drain()
     } finally {
       if (this.db.status === 'open' || this.db.status === 'opening') await this.db.close()

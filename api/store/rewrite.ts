@@ -32,6 +32,7 @@ export interface RewritableStore {
   readonly sublevels: ReadonlyArray<Sub<any>>
   recordTouched (): void
   holdWrites (): Promise<{ touched: Set<string>, release: () => void }>
+  rewriting<T> (fn: () => Promise<T>): Promise<T>
 }
 
 const COPY_BATCH = 1000
@@ -40,6 +41,7 @@ const COPY_BATCH = 1000
 interface Compactable { compactRange (start: string, end: string): Promise<void> }
 
 const nextOf = (location: string): string => `${location}.rewrite`
+const pendingOf = (location: string): string => `${location}.rewrite-pending`
 const oldOf = (location: string): string => `${location}.old`
 
 async function exists (path: string): Promise<boolean> {
@@ -55,17 +57,30 @@ async function syncDir (dir: string): Promise<void> {
 /**
  * Before the database at `location` is opened: a rewrite cut off by a crash is finished or undone. A complete new
  * database was renamed into place only after the copy was synced, so `location` present means it is the one to
- * keep; the old one (which may hold erased data) and an unfinished copy are removed.
+ * keep; the old one (which may hold erased data) and an unfinished copy are removed. Answers whether a rewrite is
+ * still due (markRewritePending was called and no rewrite completed since): the store runs it once open.
  */
-export async function recoverRewrite (location: string): Promise<void> {
+export async function recoverRewrite (location: string): Promise<boolean> {
   const old = oldOf(location)
   if (!(await exists(location)) && await exists(old)) await rename(old, location)
   await rm(old, { recursive: true, force: true })
   await rm(nextOf(location), { recursive: true, force: true })
+  return await exists(pendingOf(location))
+}
+
+/** Records that a rewrite is due, durably: if the service stops before one completes, the next start runs it. */
+export async function markRewritePending (location: string): Promise<void> {
+  const fd = await openFile(pendingOf(location), 'w')
+  try { await fd.sync() } finally { await fd.close() }
+  await syncDir(dirname(location))
 }
 
 /** Copies the live entries of the store into a fresh database and swaps it in. Returns how many entries were copied. */
 export async function rewriteStore (store: RewritableStore): Promise<{ entries: number }> {
+  return await store.rewriting(async () => await rewriteNow(store))
+}
+
+async function rewriteNow (store: RewritableStore): Promise<{ entries: number }> {
   // Recording starts before the copy's snapshot: a batch that ends after this is recorded, one that ended before is in it.
   store.recordTouched()
   const location = store.db.location
@@ -108,6 +123,7 @@ export async function rewriteStore (store: RewritableStore): Promise<{ entries: 
       await store.db.open()
       for (const sub of store.sublevels) await sub.open()
     }
+    await rm(pendingOf(location), { force: true })
     return { entries }
   } finally {
     if (fresh !== undefined && fresh.status !== 'closed') await fresh.close().catch(() => undefined)

@@ -7,7 +7,9 @@ import { join } from 'node:path'
 /** Every regular file under dir, recursively. */
 export async function filesUnder (dir: string): Promise<string[]> {
   const out: string[] = []
-  for (const e of await readdir(dir, { withFileTypes: true })) {
+  let entries
+  try { entries = await readdir(dir, { withFileTypes: true }) } catch (err) { if ((err as NodeJS.ErrnoException).code === 'ENOENT') return out; throw err }
+  for (const e of entries) {
     const p = join(dir, e.name)
     if (e.isDirectory()) out.push(...await filesUnder(p))
     else if (e.isFile()) out.push(p)
@@ -25,7 +27,9 @@ export function encodingsOf (text: string): Buffer[] {
 export async function filesContaining (dir: string, texts: string[]): Promise<string[]> {
   const found: string[] = []
   for (const file of await filesUnder(dir)) {
-    const bytes = await readFile(file)
+    let bytes: Buffer
+    // A file the service removed meanwhile (a LevelDB log or table replaced) holds nothing any more.
+    try { bytes = await readFile(file) } catch (err) { if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; throw err }
     for (const text of texts) {
       if (encodingsOf(text).some(form => bytes.includes(form))) found.push(`${file.slice(dir.length + 1)}: ${text}`)
     }

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store } from '../../../api/store/db.ts'
-import { rewriteStore } from '../../../api/store/rewrite.ts'
+import { markRewritePending, rewriteStore } from '../../../api/store/rewrite.ts'
 import { filesContaining } from '../../helpers/files-scan.ts'
 
 const SECRET_KEY = 'erased-member-7f3a9c'
@@ -87,4 +87,22 @@ t.test('a swap cut off by a crash: the old database is put back, or the new one 
   t.equal(await third.sub<string>('users').get('u'), 'kept')
   await third.close()
   t.same(await filesContaining(dir, [SECRET_VALUE]), [], 'the old database, which held erased data, is removed')
+})
+
+t.test('a rewrite marked as due and cut off by a stop runs at the next open', async t => {
+  const { dir, store } = await freshStore(t)
+  const users = store.sub<string>('users')
+  await store.batch([{ type: 'put', sublevel: users, key: SECRET_KEY, value: SECRET_VALUE }, { type: 'put', sublevel: users, key: 'kept', value: 'yes' }], { sync: true })
+  await markRewritePending(store.db.location)
+  await store.batch([{ type: 'del', sublevel: users, key: SECRET_KEY }], { sync: true })
+  await store.close()
+  t.not((await filesContaining(dir, [SECRET_KEY])).length, 0, 'the deleted key is still in a file')
+  const reopened = await Store.open(dir)
+  t.teardown(async () => { await reopened.close() })
+  t.same(await filesContaining(dir, [SECRET_KEY, SECRET_VALUE]), [], 'the open ran the rewrite')
+  t.equal(await reopened.sub<string>('users').get('kept'), 'yes')
+  await reopened.close()
+  const again = await Store.open(dir)
+  t.equal(await again.sub<string>('users').get('kept'), 'yes', 'the marker is gone: the next open just opens')
+  await again.close()
 })
