@@ -36,7 +36,8 @@ export function consentBlock (uses: Pick<Services, 'config'>, user: UserRecord, 
     : postForm('/me/consent', csrf, `<input type="hidden" name="consent" value="accept"><input type="hidden" name="version" value="${esc(version)}"><button type="submit">I accept the privacy notice</button>`)
   return `<section id="privacy" aria-labelledby="privacy-title"><h2 id="privacy-title">Privacy</h2>${notice}
 <p id="consent-status" role="status">${status}</p>${form}<p class="muted">Withdrawing deletes nothing: ask the gym to delete your data.</p>
-<p><a id="export-link" href="/me/export" download>Download all my data</a> (a ZIP: profile, every reading, sessions as FIT files, settings, consents, apps)</p></section>`
+<p><a id="export-link" href="/me/export" download>Download all my data</a> (a ZIP: profile, every reading, sessions as FIT files, settings, consents, apps)</p>
+<p><a id="delete-link" href="/me/delete">Delete my account and all my data</a></p></section>`
 }
 
 export async function consentRoutes (app: FastifyInstance, uses: ConsentUses): Promise<void> {

@@ -19,10 +19,11 @@ import { memberSessionRoutes, sessionsSection, type MemberSessionsUses } from '.
 import { roomVisibilityBlock, roomVisibilityRoutes, type AnnounceUses } from './member-rooms.ts'
 import { homeAssistantRoutes, homeAssistantSection } from './member-home-assistant.ts'
 import { consentBlock, consentRoutes } from './member-consent.ts'
+import { memberDeleteRoutes, type MemberDeleteUses } from './member-delete.ts'
 import type { Services } from '../services.ts'
 
 /** What the member pages use: the home page's readings, statistics and apps, and what each member page module names. */
-export type MemberUses = PageGuardUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config' | 'store' | 'devices'>
+export type MemberUses = PageGuardUses & MemberDeleteUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config' | 'store' | 'devices'>
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -90,4 +91,5 @@ ${homeAssistantSection(user, session.csrf)}`
   await roomVisibilityRoutes(app, uses)
   await homeAssistantRoutes(app, uses)
   await consentRoutes(app, uses)
+  await memberDeleteRoutes(app, uses)
 }

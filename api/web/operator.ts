@@ -10,10 +10,11 @@ import { operatorNav } from './nav.ts'
 import { operatorPage, operatorSession, operatorSignIn, operatorSignOut } from './operator-auth.ts'
 import { roomRoutes, type OperatorRoomsUses } from './operator-rooms.ts'
 import { deviceRoutes, type OperatorDevicesUses } from './operator-devices.ts'
+import { userDeleteRoutes, type OperatorUsersUses } from './operator-users.ts'
 import type { Services } from '../services.ts'
 
 /** What the operator pages use: the overview's health, rooms, accounts and clients, and what the rooms and devices pages name. */
-export type OperatorPagesUses = OperatorRoomsUses & OperatorDevicesUses & Pick<Services, 'clients'>
+export type OperatorPagesUses = OperatorRoomsUses & OperatorDevicesUses & OperatorUsersUses & Pick<Services, 'clients'>
 
 function signInBody (csrf: string, error?: string): string {
   return `${notice(error, 'error')}<p>Enter the admin token of this relay. It is in the file <code>admin-token</code> in the data directory (<code>hr-relay admin token</code> prints it).</p>
@@ -69,9 +70,11 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
     if (session === null) return reply
     const rows = (await uses.users.list()).map(u => [
       esc(u.username), `<code>${esc(u.profile_id)}</code>`, esc(u.display_name ?? ''),
-      esc(premiumActive(u) ? u.premium.plan : 'none'), esc(u.age ?? ''), esc(u.max_heart_rate ?? ''), esc(u.features.join(', ')), esc(when(u.created_at))
+      esc(premiumActive(u) ? u.premium.plan : 'none'), esc(u.age ?? ''), esc(u.max_heart_rate ?? ''), esc(u.features.join(', ')), esc(when(u.created_at)),
+      `<a class="danger" href="/operator/users/${esc(encodeURIComponent(u.username))}/delete">Delete…</a>`
     ])
-    const body = `${table('Users', ['Username', 'Profile id', 'Display name', 'Plan', 'Age', 'Max HR', 'Features', 'Created'], rows)}
+    const done = (request.query as { done?: string }).done === 'deleted' ? notice('The member and all their data were deleted.') : ''
+    const body = `${done}${table('Users', ['Username', 'Profile id', 'Display name', 'Plan', 'Age', 'Max HR', 'Features', 'Created', ''], rows)}
 <p class="muted">Create users and grant plans with <code>hr-relay admin user add</code> (docs/operator.md "Users, apps and tokens").</p>`
     return await sendPage(reply, 200, 'Users', body, operatorNav(session.csrf, '/operator/users'))
   })
@@ -90,4 +93,5 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
 
   await roomRoutes(app, uses)
   await deviceRoutes(app, uses)
+  await userDeleteRoutes(app, uses)
 }

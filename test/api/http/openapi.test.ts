@@ -29,14 +29,15 @@ const EXCLUDED: Record<string, string[]> = {
   'the member pages (HTML and their forms)': [
     'GET /me', 'GET /me/readings/today', 'POST /me/room-visibility', 'GET /me/widgets', 'POST /me/widgets',
     'POST /me/widgets/:widget_id', 'POST /me/widgets/:widget_id/delete', 'GET /me/sessions/:id/export',
-    'GET /me/game-mod', 'POST /me/game-mod', 'POST /me/home-assistant', 'POST /me/consent', 'GET /me/export'
+    'GET /me/game-mod', 'POST /me/game-mod', 'POST /me/home-assistant', 'POST /me/consent', 'GET /me/export',
+    'GET /me/delete', 'POST /me/delete'
   ],
   'the operator pages (HTML and their forms)': [
     'GET /operator', 'GET /operator/signin', 'POST /operator/signin', 'POST /operator/signout', 'GET /operator/users',
     'GET /operator/clients', 'GET /operator/rooms', 'POST /operator/rooms', 'POST /operator/rooms/:room_id/rename',
     'POST /operator/rooms/:room_id/members', 'POST /operator/rooms/:room_id/members/:profile_id/remove',
     'POST /operator/rooms/:room_id/display/revoke', 'GET /operator/devices', 'POST /operator/devices/pair',
-    'POST /operator/devices/:device_id/unpair'
+    'POST /operator/devices/:device_id/unpair', 'GET /operator/users/:username/delete', 'POST /operator/users/:username/delete'
   ]
 }
 // And every HEAD route: Fastify adds one for each GET route (exposeHeadRoutes); the GET is documented.
