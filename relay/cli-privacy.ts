@@ -47,5 +47,23 @@ export const PRIVACY_COMMANDS: AdminCommand[] = [
       const parts = Object.entries(r.erased).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k.replace(/_/g, ' ')}`)
       return `erased ${r.username}: ${parts.length === 0 ? 'nothing was stored' : parts.join(', ')}`
     }
+  },
+  {
+    words: ['audit', 'list'],
+    usage: 'audit list [--since T] [--limit N]',
+    args: [],
+    options: { since: { type: 'string' }, limit: { type: 'string' } },
+    request: (_args, f) => {
+      const q = new URLSearchParams()
+      if (typeof f.since === 'string') q.set('since', f.since)
+      if (typeof f.limit === 'string') q.set('limit', f.limit)
+      const qs = q.toString()
+      return { method: 'GET', path: `/admin/audit${qs === '' ? '' : `?${qs}`}` }
+    },
+    human: (r: { entries: AuditLine[] }) => r.entries.length === 0
+      ? 'no entries'
+      : r.entries.map(e => [new Date(e.at).toISOString(), e.actor, e.action, `${e.object.kind}${e.object.id === null ? '' : ` ${e.object.id}`}`, e.ip, `${e.result} ${e.status}`].join('\t')).join('\n')
   }
 ]
+
+interface AuditLine { at: number, actor: string, action: string, object: { kind: string, id: string | null }, ip: string, result: string, status: number }

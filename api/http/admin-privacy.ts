@@ -15,6 +15,8 @@ import { Params } from './schema.ts'
 import { activeConsent, type UserRecord } from '../store/users.ts'
 import type { Services } from '../services.ts'
 import { sendMemberExport, type MemberExportUses } from '../export/send-export.ts'
+import { setAuditObject } from '../audit/capture.ts'
+import { erasedDigest } from '../audit/log.ts'
 import { eraseMember, type EraseUses } from '../privacy/erase.ts'
 
 export type AdminPrivacyUses = AdminUses & MemberExportUses & EraseUses
@@ -87,6 +89,7 @@ export const adminPrivacyPlugin: FastifyPluginAsyncTypebox<AdminPrivacyUses> = a
     }, async request => {
       const user = await member(request.params.username)
       const erased = await eraseMember(uses, user)
+      setAuditObject(request, erasedDigest(user.profile_id))
       // The log keeps no username or profile id of an erased member: only what went.
       request.log.info({ erased }, 'member erased by the operator')
       return { username: user.username, erased }

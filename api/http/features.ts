@@ -20,6 +20,7 @@ import { roomsPlugin } from './rooms.ts'
 import { adminRoomsPlugin } from './admin-rooms.ts'
 import { adminDevicesPlugin } from './admin-devices.ts'
 import { adminPrivacyPlugin } from './admin-privacy.ts'
+import { adminAuditPlugin } from './admin-audit.ts'
 import { oauthPlugin } from '../oauth/plugin.ts'
 import { webPlugin } from '../web/pages.ts'
 
@@ -40,6 +41,7 @@ export const apiFeatures: Array<FastifyPluginAsync<Services>> = [
   adminRoomsPlugin,
   adminDevicesPlugin,
   adminPrivacyPlugin,
+  adminAuditPlugin,
   oauthPlugin,
   webPlugin
 ]

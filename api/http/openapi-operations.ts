@@ -75,6 +75,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'PUT /admin/users/{username}/home-assistant': { tag: 'Admin', summary: 'Opt a member in or out of Home Assistant', access: 'admin' },
   'PUT /admin/users/{username}/consent': { tag: 'Admin', summary: 'Record a member\'s consent to the privacy notice (a paper form)', access: 'admin' },
   'DELETE /admin/users/{username}/consent': { tag: 'Admin', summary: 'Withdraw a member\'s consent', access: 'admin' },
+  'GET /admin/audit': { tag: 'Admin', summary: 'The audit log: every change made through the admin API and the operator pages, newest first (read-only)', access: 'admin' },
   'DELETE /admin/users/{username}': { tag: 'Admin', summary: 'Erase a member: every trace, then the bytes (answers what went, by kind)', access: 'admin' },
   'GET /admin/users/{username}/export': { tag: 'Admin', summary: 'A member\'s data export (ZIP)', access: 'admin' },
   'POST /admin/clients': { tag: 'Admin', summary: 'Register an OAuth client (app)', access: 'admin' },

@@ -5,6 +5,7 @@ import formbody from '@fastify/formbody'
 import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
+import { captureAudit } from '../audit/capture.ts'
 import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
 import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
@@ -182,6 +183,9 @@ export async function buildServer (services: Services, options: ServerOptions): 
     sources: services.health()
   }))
 
+  // The audit log (api/audit/): every change through the admin API and the operator pages, once answered. The
+  // operator pages are signed in to with the admin token, so both name it as the actor; /me is the member.
+  captureAudit(app, services.store, request => (request.routeOptions.url ?? '').startsWith('/me') ? 'member' : 'admin token')
   for (const feature of options.features) await app.register(feature, services)
   return app
 }

@@ -21,6 +21,7 @@ import { profileHigh, profileLow } from '../pipeline/codec.ts'
 import { HOUR_SUBLEVEL } from '../store/hour-rollups.ts'
 import { markRewritePending, rewriteStore } from '../store/rewrite.ts'
 import { sharedSessions } from '../oauth/session.ts'
+import { auditLogOf } from '../audit/log.ts'
 import type { UserRecord } from '../store/users.ts'
 import type { Services } from '../services.ts'
 import type { ErasureCounts, ErasureHook } from './types.ts'
@@ -88,7 +89,8 @@ async function eraseNow (uses: EraseUses, user: UserRecord, hooks: readonly Eras
     if (await uses.users.remove(pid) !== undefined) counts.account = 1
   })
 
-  // 3. The hooks, then the bytes.
+  // 3. The audit log's entries name the member by a digest from now on; the hooks; then the bytes.
+  await auditLogOf(uses.store).redactSubject({ username: user.username, profile_id: pid })
   for (const hook of hooks) {
     const more = await hook({ username: user.username, profile_id: pid })
     if (more !== undefined) for (const [k, v] of Object.entries(more)) counts[k as keyof ErasureCounts] += v ?? 0

@@ -2,6 +2,8 @@
 // the erasure (api/privacy/erase.ts) removes every trace of them, then the bytes. A wrong password deletes
 // nothing. Their sign-in ends with it.
 import type { FastifyInstance } from 'fastify'
+import { setAuditObject } from '../audit/capture.ts'
+import { erasedDigest } from '../audit/log.ts'
 import { eraseMember, type EraseUses } from '../privacy/erase.ts'
 import { esc, postForm, sendPage } from './html.ts'
 import { checkedForm, memberOf, one, sessionsOf, type PageGuardUses } from './guard.ts'
@@ -34,6 +36,7 @@ export async function memberDeleteRoutes (app: FastifyInstance, uses: MemberDele
       return await sendPage(reply.header('cache-control', 'no-store'), 403, 'Delete my account', confirmForm(who.session.csrf, who.user.username, 'That is not your password. Nothing was deleted.'))
     }
     const erased = await eraseMember(uses, who.user)
+    setAuditObject(request, erasedDigest(who.user.profile_id))
     request.log.info({ erased }, 'member erased at their request')
     sessionsOf(uses).end(reply, undefined)
     return await sendPage(reply.header('cache-control', 'no-store'), 200, 'Account deleted', '<p role="status" id="deleted">Your account and all your data were deleted from this box.</p>')

@@ -1,6 +1,8 @@
 // Deleting a member from /operator/users (issue 41 §2): a confirmation page on which the operator types the
 // username, then the erasure (api/privacy/erase.ts): every trace of the member, then the bytes.
 import type { FastifyInstance } from 'fastify'
+import { setAuditObject } from '../audit/capture.ts'
+import { erasedDigest } from '../audit/log.ts'
 import { eraseMember, type EraseUses } from '../privacy/erase.ts'
 import { esc, field, notice, postForm, sendPage } from './html.ts'
 import { one } from './guard.ts'
@@ -37,6 +39,7 @@ export async function userDeleteRoutes (app: FastifyInstance, uses: OperatorUser
       return await sendPage(reply, 400, `Delete ${user.username}`, confirmBody(checked.session.csrf, user.username, 'The username typed does not match. Nothing was deleted.'), operatorNav(checked.session.csrf, '/operator/users'))
     }
     const erased = await eraseMember(uses, user)
+    setAuditObject(request, erasedDigest(user.profile_id))
     request.log.info({ erased }, 'member erased on the operator pages')
     return await reply.redirect('/operator/users?done=deleted', 303)
   })

@@ -11,6 +11,7 @@ import { operatorPage, operatorSession, operatorSignIn, operatorSignOut } from '
 import { roomRoutes, type OperatorRoomsUses } from './operator-rooms.ts'
 import { deviceRoutes, type OperatorDevicesUses } from './operator-devices.ts'
 import { userDeleteRoutes, type OperatorUsersUses } from './operator-users.ts'
+import { auditRoutes } from './operator-audit.ts'
 import type { Services } from '../services.ts'
 
 /** What the operator pages use: the overview's health, rooms, accounts and clients, and what the rooms and devices pages name. */
@@ -94,4 +95,5 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
   await roomRoutes(app, uses)
   await deviceRoutes(app, uses)
   await userDeleteRoutes(app, uses)
+  await auditRoutes(app, uses)
 }

@@ -37,7 +37,8 @@ const EXCLUDED: Record<string, string[]> = {
     'GET /operator/clients', 'GET /operator/rooms', 'POST /operator/rooms', 'POST /operator/rooms/:room_id/rename',
     'POST /operator/rooms/:room_id/members', 'POST /operator/rooms/:room_id/members/:profile_id/remove',
     'POST /operator/rooms/:room_id/display/revoke', 'GET /operator/devices', 'POST /operator/devices/pair',
-    'POST /operator/devices/:device_id/unpair', 'GET /operator/users/:username/delete', 'POST /operator/users/:username/delete'
+    'POST /operator/devices/:device_id/unpair', 'GET /operator/users/:username/delete', 'POST /operator/users/:username/delete',
+    'GET /operator/audit'
   ]
 }
 // And every HEAD route: Fastify adds one for each GET route (exposeHeadRoutes); the GET is documented.

@@ -8,6 +8,7 @@ import { startTestService } from '../../helpers/service.ts'
 import { launch, newPage, postReading } from '../../helpers/browser.ts'
 import { call } from '../http/fetch.ts'
 import { filesContaining } from '../../helpers/files-scan.ts'
+import { erasedDigest } from '../../../api/audit/log.ts'
 
 t.test('a member deletes their own account on /me after re-entering the password', async t => {
   const svc = await startTestService(t)
@@ -62,4 +63,10 @@ t.test('the operator deletes a member on /operator/users after typing the userna
   t.equal(await page.getByRole('table').locator('tbody tr').count(), 1, 'one user left')
   t.equal(await page.getByRole('table').locator('tbody tr td').first().textContent(), 'stays')
   t.same(await filesContaining(svc.dataDir, ['zqoperdel9e4a71', profile]), [])
+
+  // The audit log page: the deletion, newest first, naming the member by the digest only.
+  await Promise.all([page.waitForURL(`${svc.url}/operator/audit`), page.getByRole('link', { name: 'Audit log' }).click()])
+  const first = page.getByRole('table').locator('tbody tr').first().locator('td')
+  t.same(await first.allTextContents().then(cells => cells.slice(1)), ['admin token', 'user.delete', `user ${erasedDigest(profile)}`, '127.0.0.1', 'ok (303)'])
+  t.notOk((await page.content()).includes('zqoperdel9e4a71'), 'the username is on no row')
 })
