@@ -63,6 +63,32 @@ export const PRIVACY_COMMANDS: AdminCommand[] = [
     human: (r: { entries: AuditLine[] }) => r.entries.length === 0
       ? 'no entries'
       : r.entries.map(e => [new Date(e.at).toISOString(), e.actor, e.action, `${e.object.kind}${e.object.id === null ? '' : ` ${e.object.id}`}`, e.ip, `${e.result} ${e.status}`].join('\t')).join('\n')
+  },
+  {
+    words: ['operator', 'add'],
+    usage: 'operator add <name> --role owner|coach --password P',
+    args: ['name'],
+    options: { role: { type: 'string' }, password: { type: 'string' } },
+    request: ([name], f) => {
+      if (f.role !== 'owner' && f.role !== 'coach') throw new CliError('--role owner|coach is required', 2)
+      if (typeof f.password !== 'string') throw new CliError('--password P is required (10 characters or more)', 2)
+      return { method: 'POST', path: '/admin/operators', body: { name, role: f.role, password: f.password } }
+    },
+    human: (r: { name: string, role: string }) => `operator ${r.name} added (${r.role}); they sign in at /operator/signin`
+  },
+  {
+    words: ['operator', 'list'],
+    usage: 'operator list',
+    args: [],
+    request: () => ({ method: 'GET', path: '/admin/operators' }),
+    human: (r: { operators: Array<{ name: string, role: string, created_at: number }> }) => r.operators.length === 0 ? 'no operator accounts' : r.operators.map(o => `${o.name}\t${o.role}\t${new Date(o.created_at).toISOString()}`).join('\n')
+  },
+  {
+    words: ['operator', 'remove'],
+    usage: 'operator remove <name>',
+    args: ['name'],
+    request: ([name]) => ({ method: 'DELETE', path: `/admin/operators/${seg(name!)}` }),
+    human: (r: { name: string }) => `operator ${r.name} removed`
   }
 ]
 

@@ -36,6 +36,8 @@ export const ACTIONS: Record<string, Action> = {
   'DELETE /admin/rooms/:room_id/members/:username': { action: 'room.member.remove', kind: 'room', param: 'room_id' },
   'POST /admin/rooms/:room_id/display': { action: 'room.display.rotate', kind: 'room', param: 'room_id' },
   'POST /admin/integrations': { action: 'integration.add', kind: 'integration', field: 'name' },
+  'POST /admin/operators': { action: 'operator.add', kind: 'operator', field: 'name' },
+  'DELETE /admin/operators/:name': { action: 'operator.remove', kind: 'operator', param: 'name' },
   'POST /operator/signin': { action: 'operator.signin', kind: 'operator' },
   'POST /operator/signout': { action: 'operator.signout', kind: 'operator' },
   'POST /operator/rooms': { action: 'room.create', kind: 'room' },
@@ -46,6 +48,8 @@ export const ACTIONS: Record<string, Action> = {
   'POST /operator/devices/pair': { action: 'device.pair', kind: 'device' },
   'POST /operator/devices/:device_id/unpair': { action: 'device.unpair', kind: 'device', param: 'device_id' },
   'POST /operator/users/:username/delete': { action: 'user.delete', kind: 'user', param: 'username' },
+  'POST /operator/operators': { action: 'operator.add', kind: 'operator' },
+  'POST /operator/operators/:name/remove': { action: 'operator.remove', kind: 'operator', param: 'name' },
   'POST /me/delete': { action: 'user.delete', kind: 'user' }
 }
 

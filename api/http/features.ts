@@ -21,6 +21,7 @@ import { adminRoomsPlugin } from './admin-rooms.ts'
 import { adminDevicesPlugin } from './admin-devices.ts'
 import { adminPrivacyPlugin } from './admin-privacy.ts'
 import { adminAuditPlugin } from './admin-audit.ts'
+import { adminOperatorsPlugin } from './admin-operators.ts'
 import { oauthPlugin } from '../oauth/plugin.ts'
 import { webPlugin } from '../web/pages.ts'
 
@@ -42,6 +43,7 @@ export const apiFeatures: Array<FastifyPluginAsync<Services>> = [
   adminDevicesPlugin,
   adminPrivacyPlugin,
   adminAuditPlugin,
+  adminOperatorsPlugin,
   oauthPlugin,
   webPlugin
 ]

@@ -6,6 +6,8 @@ import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
 import { captureAudit } from '../audit/capture.ts'
+import { sessionsOf } from '../web/guard.ts'
+import { auditActor } from '../web/operator-auth.ts'
 import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
 import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
@@ -183,9 +185,12 @@ export async function buildServer (services: Services, options: ServerOptions): 
     sources: services.health()
   }))
 
-  // The audit log (api/audit/): every change through the admin API and the operator pages, once answered. The
-  // operator pages are signed in to with the admin token, so both name it as the actor; /me is the member.
-  captureAudit(app, services.store, request => (request.routeOptions.url ?? '').startsWith('/me') ? 'member' : 'admin token')
+  // The audit log (api/audit/): every change through the admin API and the operator pages, before it is answered.
+  captureAudit(app, services.store, request => auditActor(services, request))
+  // Sign-in sessions survive a restart: loaded from the store, and written through to it (api/oauth/session.ts).
+  const sessions = sessionsOf(services)
+  await sessions.persistIn(services.store)
+  app.addHook('onClose', async () => { await sessions.flushed() })
   for (const feature of options.features) await app.register(feature, services)
   return app
 }

@@ -1,19 +1,29 @@
 // Sign-in sessions of the server-rendered pages: a random id in an HttpOnly,
-// SameSite=Lax cookie, the session itself in memory (keyed by the id's
-// SHA-256 digest) with an expiry, and one anti-CSRF token per session that
-// every form carries and that is compared in constant time.
-// Sessions do not survive a restart: the user signs in again.
+// SameSite=Lax cookie, the session itself keyed by the id's SHA-256 digest
+// (the id is never stored) with an expiry, and one anti-CSRF token per session
+// that every form carries and that is compared in constant time.
+// Signed-in sessions (a member's, an operator's) are kept in memory and written
+// through to the store's `sign_in_sessions` sublevel (persistIn), so they survive
+// a restart; expired ones are removed when looked up, when pruned and at load.
+// The CSRF token is stored with its session: forms rendered after a restart carry
+// it. Anonymous sessions (the CSRF token of a sign-in form) stay in memory.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { digest, newSecret, safeEqual } from '../store/secrets.ts'
+import type { Store, Sub } from '../store/db.ts'
 import { parseCookies, serializeCookie } from './cookies.ts'
 
 export const SESSION_COOKIE = 'hr_session'
+
+/** Who signed in to the operator pages: an operator account, or the admin token (name "admin token", an owner). */
+export interface OperatorIdentity { name: string, role: 'owner' | 'coach' }
 
 export interface Session {
   key: string
   profile_id: string | null
   csrf: string
   expires_at: number
+  /** Set on an operator's session. */
+  operator?: OperatorIdentity
 }
 
 export interface SessionOptions {
@@ -32,6 +42,10 @@ export class Sessions {
   private readonly max: number
   private readonly secure: boolean
   private readonly now: () => number
+  private sub: Sub<Session> | undefined
+  private store: Store | undefined
+  /** Writes to the store, one after another; flushed() waits for them. */
+  private writes: Promise<void> = Promise.resolve()
 
   constructor (options: SessionOptions = {}) {
     this.ttl = (options.ttlSeconds ?? 12 * 3600) * 1000
@@ -42,6 +56,46 @@ export class Sessions {
 
   get size (): number { return this.map.size }
 
+  /** Loads the signed-in sessions kept in the store (dropping expired ones) and writes new ones through to it. */
+  async persistIn (store: Store): Promise<void> {
+    if (this.sub !== undefined) return
+    this.store = store
+    this.sub = store.sub<Session>('sign_in_sessions')
+    const now = this.now()
+    const expired: string[] = []
+    for await (const [key, s] of this.sub.iterator()) {
+      if (s.expires_at <= now) expired.push(key)
+      else this.map.set(key, s)
+    }
+    for (const key of expired) this.forget(key)
+    await this.flushed()
+  }
+
+  /** Resolves once every session change so far is on disk. */
+  async flushed (): Promise<void> { await this.writes }
+
+  private write (op: () => Promise<void>): void {
+    this.writes = this.writes.then(op).catch(() => undefined)
+  }
+
+  private save (s: Session): void {
+    const sub = this.sub; const store = this.store
+    if (sub === undefined || store === undefined || (s.profile_id === null && s.operator === undefined)) return
+    this.write(async () => { await store.batch([{ type: 'put', sublevel: sub, key: s.key, value: s }], { sync: true }) })
+  }
+
+  private forget (key: string): void {
+    const sub = this.sub; const store = this.store
+    if (sub === undefined || store === undefined) return
+    this.write(async () => { await store.batch([{ type: 'del', sublevel: sub, key }], { sync: true }) })
+  }
+
+  private drop (key: string): void {
+    const s = this.map.get(key)
+    this.map.delete(key)
+    if (s !== undefined && (s.profile_id !== null || s.operator !== undefined)) this.forget(key)
+  }
+
   /** The live session of this request, if any. */
   find (request: FastifyRequest): Session | undefined {
     const id = parseCookies(request.headers.cookie).get(SESSION_COOKIE)
@@ -49,7 +103,7 @@ export class Sessions {
     const key = digest(id)
     const s = this.map.get(key)
     if (s === undefined) return undefined
-    if (s.expires_at <= this.now()) { this.map.delete(key); return undefined }
+    if (s.expires_at <= this.now()) { this.drop(key); return undefined }
     return s
   }
 
@@ -59,25 +113,26 @@ export class Sessions {
   }
 
   /** A new session with a new id and CSRF token (also on sign-in, against session fixation). */
-  start (reply: FastifyReply, profileId: string | null, previous?: Session): Session {
-    if (previous !== undefined) this.map.delete(previous.key)
+  start (reply: FastifyReply, profileId: string | null, previous?: Session, operator?: OperatorIdentity): Session {
+    if (previous !== undefined) this.drop(previous.key)
     this.prune()
     const id = newSecret(32)
-    const s: Session = { key: digest(id), profile_id: profileId, csrf: newSecret(32), expires_at: this.now() + this.ttl }
+    const s: Session = { key: digest(id), profile_id: profileId, csrf: newSecret(32), expires_at: this.now() + this.ttl, ...(operator === undefined ? {} : { operator }) }
     this.map.set(s.key, s)
+    this.save(s)
     reply.header('set-cookie', serializeCookie(SESSION_COOKIE, id, { maxAgeSeconds: this.ttl / 1000, secure: this.secure }))
     return s
   }
 
   end (reply: FastifyReply, session: Session | undefined): void {
-    if (session !== undefined) this.map.delete(session.key)
+    if (session !== undefined) this.drop(session.key)
     reply.header('set-cookie', serializeCookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, secure: this.secure }))
   }
 
   /** Ends every session of this member (their erasure); returns how many. */
   endAllFor (profileId: string): number {
     let n = 0
-    for (const [k, s] of this.map) if (s.profile_id === profileId) { this.map.delete(k); n++ }
+    for (const [k, s] of this.map) if (s.profile_id === profileId) { this.drop(k); n++ }
     return n
   }
 
@@ -89,11 +144,11 @@ export class Sessions {
 
   private prune (): void {
     const now = this.now()
-    for (const [k, s] of this.map) if (s.expires_at <= now) this.map.delete(k)
+    for (const [k, s] of this.map) if (s.expires_at <= now) this.drop(k)
     while (this.map.size >= this.max) {
       const oldest = this.map.keys().next()
       if (oldest.done === true) break
-      this.map.delete(oldest.value)
+      this.drop(oldest.value)
     }
   }
 }

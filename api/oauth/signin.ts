@@ -45,6 +45,7 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     }
     attempt.succeeded()
     ctx.sessions.start(reply, user.profile_id, session)
+    await ctx.sessions.flushed()
     ctx.log.info({ profile_id: user.profile_id }, 'signed in')
     return await reply.header('cache-control', 'no-store').redirect(returnTo, 303)
   })

@@ -61,7 +61,9 @@ async function eraseNow (uses: EraseUses, user: UserRecord, hooks: readonly Eras
   // 1. Access ends.
   if (user.home_assistant === true) await uses.users.setHomeAssistant(pid, false)
   counts.tokens = await uses.tokens.revokeAllOf(pid)
-  counts.sign_in_sessions = sharedSessions(uses.config).endAllFor(pid)
+  const sessions = sharedSessions(uses.config)
+  counts.sign_in_sessions = sessions.endAllFor(pid)
+  await sessions.flushed()
   for (const w of await uses.widgets.list(pid)) if (await uses.widgets.delete(pid, w.id)) counts.widgets++
   for (const d of uses.devices.list()) if (d.profile_id === pid && await uses.devices.remove(d.device_id) !== undefined) counts.devices++
   for (const roomId of [...uses.rooms.roomsOf(pid)]) if (await uses.rooms.removeMember(roomId, pid)) counts.rooms++

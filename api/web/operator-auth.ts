@@ -1,35 +1,32 @@
-// Operator sign-in for the operator pages. A plain link cannot carry the admin
-// token in an Authorization header, so /operator/signin takes the admin token
-// (<data-dir>/admin-token) in a form, compares its SHA-256 digest in constant
-// time, and starts a fresh session (new id and CSRF token, the sign-in
-// session module of api/oauth) marked as an operator session. Deny by default:
-// every /operator page needs that mark, every form its CSRF token. Failed
-// attempts are limited per address. Operator sessions live in memory only.
-// operatorPage and operatorForm (the guards of every operator page and form)
-// are here too, so the page modules (operator*.ts) import them from below.
+// Operator sign-in and roles for the operator pages. An operator signs in at
+// /operator/signin with their name and password (an account of
+// api/store/operators.ts, scrypt-hashed), or with the admin token (its SHA-256
+// digest compared in constant time): the admin token signs in as an owner named
+// "admin token", which is how the first owner gets in. Either starts a fresh
+// session (new id and CSRF token, the sign-in session module of api/oauth) that
+// carries the operator's name and role and survives a restart. Failed attempts
+// are limited per address and per name.
+// Deny by default: every /operator page and form needs an operator session, and
+// the owner role unless the page allows a coach (operatorPage / operatorForm
+// with { allow: 'coach' }): a coach opens rooms and their displays; everything
+// else (users, clients, devices, operators, integrations, the audit log) answers
+// a coach with 403.
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { digest } from '../store/secrets.ts'
 import { adminTokenAttempts, type AdminUses } from '../http/admin.ts'
-import type { AttemptLimiter } from '../oauth/rate-limit.ts'
-import type { Session } from '../oauth/session.ts'
+import type { OperatorIdentity, Session } from '../oauth/session.ts'
+import { operatorsOf } from '../store/operators.ts'
+import type { Services } from '../services.ts'
 import type { FormParams } from '../oauth/form.ts'
 import { checkedForm, sessionsOf } from './guard.ts'
 import { sendPage } from './html.ts'
 
-const MAX_OPERATOR_SESSIONS = 100
+/** What operator sign-in uses: the admin token's digest, the configuration and the store (the operator accounts). */
+export type OperatorUses = AdminUses & Pick<Services, 'store'>
 
-interface OperatorState { keys: Set<string>, attempts: AttemptLimiter }
-const states = new WeakMap<object, OperatorState>()
-
-/** What operator sign-in uses: the admin token's digest, and the configuration (state is kept per service, keyed by it). */
-export type OperatorUses = AdminUses
-
-function stateOf (uses: OperatorUses): OperatorState {
-  let s = states.get(uses.config)
-  if (s === undefined) { s = { keys: new Set(), attempts: adminTokenAttempts(uses) }; states.set(uses.config, s) }
-  return s
-}
+/** The admin token's sign-in: an owner. */
+export const ADMIN_TOKEN_OPERATOR: OperatorIdentity = { name: 'admin token', role: 'owner' }
 
 export function adminTokenMatches (uses: OperatorUses, given: string): boolean {
   if (given.length === 0 || given.length > 200) return false
@@ -39,56 +36,80 @@ export function adminTokenMatches (uses: OperatorUses, given: string): boolean {
 }
 
 /** The operator session of this request, if any. */
-export function operatorSession (uses: OperatorUses, request: FastifyRequest): Session | undefined {
+export function operatorSession (uses: Pick<Services, 'config'>, request: FastifyRequest): Session | undefined {
   const session = sessionsOf(uses).find(request)
-  if (session === undefined) return undefined
-  return stateOf(uses).keys.has(session.key) ? session : undefined
+  return session?.operator === undefined ? undefined : session
+}
+
+/** Who made a request, for the audit log: the member on /me, the signed-in operator on /operator, else the admin token. */
+export function auditActor (uses: Pick<Services, 'config'>, request: FastifyRequest): string {
+  const url = request.routeOptions.url ?? ''
+  if (url.startsWith('/me')) return 'member'
+  if (url.startsWith('/operator')) return operatorSession(uses, request)?.operator?.name ?? 'not signed in'
+  return 'admin token'
 }
 
 export type SignInResult = 'ok' | 'wrong' | 'limited'
 
-/** Checks the admin token and, when right, starts an operator session (replacing the current one). */
-export function operatorSignIn (uses: OperatorUses, request: FastifyRequest, reply: FastifyReply, token: string): SignInResult {
-  const state = stateOf(uses)
-  const keys = [`ip:${request.ip}`]
-  const attempt = state.attempts.reserve(keys)
+/**
+ * Checks an operator's name and password, or the admin token, and when right starts an operator session (replacing
+ * the current one). Limited per address, and per name for a name.
+ */
+export async function operatorSignIn (uses: OperatorUses, request: FastifyRequest, reply: FastifyReply, given: { token: string } | { name: string, password: string }): Promise<SignInResult> {
+  const keys = 'name' in given ? [`ip:${request.ip}`, `op:${given.name.toLowerCase().slice(0, 64)}`] : [`ip:${request.ip}`]
+  const attempt = adminTokenAttempts(uses).reserve(keys)
   if (attempt === null) return 'limited'
-  if (!adminTokenMatches(uses, token)) return 'wrong'
+  let who: OperatorIdentity | undefined
+  if ('name' in given) {
+    const o = await operatorsOf(uses.store).authenticate(given.name, given.password)
+    who = o === undefined ? undefined : { name: o.name, role: o.role }
+  } else who = adminTokenMatches(uses, given.token) ? ADMIN_TOKEN_OPERATOR : undefined
+  if (who === undefined) return 'wrong'
   attempt.succeeded()
   const sessions = sessionsOf(uses)
-  const previous = sessions.find(request)
-  if (previous !== undefined) state.keys.delete(previous.key)
-  const session = sessions.start(reply, null, previous)
-  while (state.keys.size >= MAX_OPERATOR_SESSIONS) {
-    const oldest = state.keys.values().next()
-    if (oldest.done === true) break
-    state.keys.delete(oldest.value)
-  }
-  state.keys.add(session.key)
+  sessions.start(reply, null, sessions.find(request), who)
+  await sessions.flushed()
   return 'ok'
 }
 
-export function operatorSignOut (uses: OperatorUses, request: FastifyRequest, reply: FastifyReply): void {
+export async function operatorSignOut (uses: Pick<Services, 'config'>, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const sessions = sessionsOf(uses)
-  const session = sessions.find(request)
-  if (session !== undefined) stateOf(uses).keys.delete(session.key)
-  sessions.end(reply, session)
+  sessions.end(reply, sessions.find(request))
+  await sessions.flushed()
 }
 
-/** The operator session of a page request, or null after redirecting to the operator sign-in. */
-export async function operatorPage (uses: OperatorUses, request: FastifyRequest, reply: FastifyReply): Promise<Session | null> {
+/** Which operators a page or form admits: owners only (the default), or coaches too. */
+export interface RoleRule { allow?: 'coach' }
+
+function admitted (session: Session, rule: RoleRule): boolean {
+  return session.operator?.role === 'owner' || (rule.allow === 'coach' && session.operator?.role === 'coach')
+}
+
+const COACH_REFUSED = '<p class="notice error" role="alert">This page is for the box\'s owners. A coach runs rooms and their displays.</p><p><a href="/operator/rooms">Rooms</a></p>'
+
+/** The operator session of a page request, or null after redirecting to the operator sign-in (or a 403 for a coach). */
+export async function operatorPage (uses: Pick<Services, 'config'>, request: FastifyRequest, reply: FastifyReply, rule: RoleRule = {}): Promise<Session | null> {
   const s = operatorSession(uses, request)
-  if (s !== undefined) return s
-  await reply.header('cache-control', 'no-store').redirect('/operator/signin', 303)
+  if (s === undefined) {
+    await reply.header('cache-control', 'no-store').redirect('/operator/signin', 303)
+    return null
+  }
+  if (admitted(s, rule)) return s
+  await sendPage(reply.header('cache-control', 'no-store'), 403, 'Owners only', COACH_REFUSED)
   return null
 }
 
-/** The form of an operator POST (valid CSRF and an operator session), or null after a 400/403 page. */
-export async function operatorForm (uses: OperatorUses, request: FastifyRequest, reply: FastifyReply): Promise<{ form: FormParams, session: Session } | null> {
+/** The form of an operator POST (valid CSRF, an operator session with the role the form needs), or null after a 400/403 page. */
+export async function operatorForm (uses: Pick<Services, 'config'>, request: FastifyRequest, reply: FastifyReply, rule: RoleRule = {}): Promise<{ form: FormParams, session: Session } | null> {
   const checked = await checkedForm(uses, request, reply)
   if (checked === null) return null
-  if (operatorSession(uses, request) === undefined) {
+  const s = operatorSession(uses, request)
+  if (s === undefined) {
     await sendPage(reply, 403, 'Operator sign-in required', '<p class="notice error" role="alert">Sign in as the operator first.</p><p><a href="/operator/signin">Operator sign-in</a></p>')
+    return null
+  }
+  if (!admitted(s, rule)) {
+    await sendPage(reply, 403, 'Owners only', COACH_REFUSED)
     return null
   }
   return checked

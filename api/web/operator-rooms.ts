@@ -59,13 +59,13 @@ ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
   const roomOf = (params: { room_id: string }): RoomRecord | undefined => uses.rooms.get(params.room_id)
 
   app.get<{ Querystring: { done?: unknown } }>('/operator/rooms', async (request, reply) => {
-    const session = await operatorPage(uses, request, reply)
+    const session = await operatorPage(uses, request, reply, { allow: 'coach' })
     if (session === null) return reply
     return await page(reply, session, 200, DONE[String(request.query.done ?? '')])
   })
 
   app.post('/operator/rooms', async (request, reply) => {
-    const f = await operatorForm(uses, request, reply)
+    const f = await operatorForm(uses, request, reply, { allow: 'coach' })
     if (f === null) return reply
     const name = one(f.form, 'name').trim()
     if (name.length === 0 || name.length > 100) return await page(reply, f.session, 400, undefined, 'The room name must be 1 to 100 characters.')
@@ -74,7 +74,7 @@ ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
   })
 
   app.post<{ Params: { room_id: string } }>('/operator/rooms/:room_id/rename', async (request, reply) => {
-    const f = await operatorForm(uses, request, reply)
+    const f = await operatorForm(uses, request, reply, { allow: 'coach' })
     if (f === null) return reply
     const room = roomOf(request.params)
     const name = one(f.form, 'name').trim()
@@ -85,7 +85,7 @@ ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
   })
 
   app.post<{ Params: { room_id: string } }>('/operator/rooms/:room_id/members', async (request, reply) => {
-    const f = await operatorForm(uses, request, reply)
+    const f = await operatorForm(uses, request, reply, { allow: 'coach' })
     if (f === null) return reply
     const room = roomOf(request.params)
     if (room === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
@@ -101,7 +101,7 @@ ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
   })
 
   app.post<{ Params: { room_id: string, profile_id: string } }>('/operator/rooms/:room_id/members/:profile_id/remove', async (request, reply) => {
-    const f = await operatorForm(uses, request, reply)
+    const f = await operatorForm(uses, request, reply, { allow: 'coach' })
     if (f === null) return reply
     const room = roomOf(request.params)
     const { profile_id: profileId } = request.params
@@ -110,7 +110,7 @@ ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
   })
 
   app.post<{ Params: { room_id: string } }>('/operator/rooms/:room_id/display/revoke', async (request, reply) => {
-    const f = await operatorForm(uses, request, reply)
+    const f = await operatorForm(uses, request, reply, { allow: 'coach' })
     if (f === null) return reply
     const room = roomOf(request.params)
     if (room === undefined || await uses.rooms.rotateDisplay(room.room_id) === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')

@@ -12,16 +12,23 @@ import { roomRoutes, type OperatorRoomsUses } from './operator-rooms.ts'
 import { deviceRoutes, type OperatorDevicesUses } from './operator-devices.ts'
 import { userDeleteRoutes, type OperatorUsersUses } from './operator-users.ts'
 import { auditRoutes } from './operator-audit.ts'
+import { operatorAccountRoutes } from './operator-operators.ts'
 import type { Services } from '../services.ts'
 
 /** What the operator pages use: the overview's health, rooms, accounts and clients, and what the rooms and devices pages name. */
 export type OperatorPagesUses = OperatorRoomsUses & OperatorDevicesUses & OperatorUsersUses & Pick<Services, 'clients'>
 
 function signInBody (csrf: string, error?: string): string {
-  return `${notice(error, 'error')}<p>Enter the admin token of this relay. It is in the file <code>admin-token</code> in the data directory (<code>hr-relay admin token</code> prints it).</p>
+  return `${notice(error, 'error')}<form method="post" action="/operator/signin">${hidden('csrf', csrf)}
+<fieldset><legend>Sign in with your operator account</legend>
+${field('operator-name', 'Name', '<input type="text" id="operator-name" name="name" autocomplete="username" required maxlength="64">')}
+${field('operator-password', 'Password', '<input type="password" id="operator-password" name="password" autocomplete="current-password" required maxlength="200">')}
+<button type="submit">Log in</button></fieldset></form>
 <form method="post" action="/operator/signin">${hidden('csrf', csrf)}
+<fieldset><legend>Or with the admin token (the box's first owner)</legend>
+<p>It is in the file <code>admin-token</code> in the data directory (<code>hr-relay admin token</code> prints it).</p>
 ${field('admin-token', 'Admin token', '<input type="password" id="admin-token" name="admin_token" autocomplete="off" required maxlength="200">')}
-<button type="submit">Sign in</button></form>`
+<button type="submit">Sign in</button></fieldset></form>`
 }
 
 export const operatorRoutes: FastifyPluginAsync<OperatorPagesUses> = async (app, uses) => {
@@ -36,26 +43,29 @@ export const operatorRoutes: FastifyPluginAsync<OperatorPagesUses> = async (app,
   app.post('/operator/signin', async (request, reply) => {
     const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    const result = operatorSignIn(uses, request, reply, one(checked.form, 'admin_token'))
+    const name = one(checked.form, 'name')
+    const byName = name !== ''
+    const result = await operatorSignIn(uses, request, reply, byName ? { name, password: one(checked.form, 'password') } : { token: one(checked.form, 'admin_token') })
     if (result === 'ok') {
       uses.log.child({ component: 'web' }).info({ ip: request.ip }, 'operator signed in')
       return await reply.header('cache-control', 'no-store').redirect('/operator', 303)
     }
     uses.log.child({ component: 'web' }).info({ ip: request.ip, result }, 'operator sign-in refused')
     const status = result === 'limited' ? 429 : 401
-    const msg = result === 'limited' ? 'Too many failed attempts. Wait a minute and try again.' : 'That is not the admin token.'
+    const msg = result === 'limited' ? 'Too many failed attempts. Wait a minute and try again.' : byName ? 'Wrong name or password.' : 'That is not the admin token.'
     return await sendPage(reply, status, 'Operator sign-in', signInBody(checked.session.csrf, msg))
   })
 
   app.post('/operator/signout', async (request, reply) => {
     const checked = await checkedForm(uses, request, reply)
     if (checked === null) return reply
-    operatorSignOut(uses, request, reply)
+    await operatorSignOut(uses, request, reply)
     return await reply.redirect('/operator/signin', 303)
   })
 
   app.get('/operator', async (request, reply) => {
-    const session = await operatorPage(uses, request, reply)
+    // The overview (counts and the sources' health, nothing personal) is where every operator lands.
+    const session = await operatorPage(uses, request, reply, { allow: 'coach' })
     if (session === null) return reply
     const sources = uses.health().map(h => [esc(h.id), `<span class="state state-${esc(h.state)}">${esc(h.state)}</span>`, esc(h.detail ?? ''), esc(h.connected ?? '')])
     const rooms = uses.rooms.list()
@@ -96,4 +106,5 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
   await deviceRoutes(app, uses)
   await userDeleteRoutes(app, uses)
   await auditRoutes(app, uses)
+  await operatorAccountRoutes(app, uses)
 }
