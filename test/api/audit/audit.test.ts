@@ -36,6 +36,9 @@ t.test('each kind of change is one entry; no secret is in the log; an erasure le
   t.equal(exported.status, 200)
   await exported.arrayBuffer()
   await s.admin('DELETE', '/admin/devices/esp-audit')
+  const integration = await call(s.url, 'POST', '/admin/integrations', { token: s.adminToken, body: { name: 'home-assistant' } })
+  t.equal(integration.status, 409, 'Home Assistant is off: refused')
+  await s.admin('POST', '/admin/operators', { name: 'coachcarla', role: 'coach', password: 'coach-password-1' })
 
   const cli = await runCli(['admin', 'audit', 'list', '--json', '--data-dir', s.dataDir])
   t.equal(cli.code, 0, cli.stderr)
@@ -53,11 +56,13 @@ t.test('each kind of change is one entry; no secret is in the log; an erasure le
     ['room.member.add', 'room', room.room_id, 'ok', 200],
     ['room.display.rotate', 'room', room.room_id, 'ok', 200],
     ['user.export', 'user', 'zqauditbob3f81', 'ok', 200],
-    ['device.unpair', 'device', 'esp-audit', 'ok', 200]
+    ['device.unpair', 'device', 'esp-audit', 'ok', 200],
+    ['integration.add', 'integration', 'home-assistant', 'refused', 409],
+    ['operator.add', 'operator', 'coachcarla', 'ok', 201]
   ])
   t.ok(before.every(e => e.actor === 'admin token' && e.ip === '127.0.0.1' && e.at >= t0 && e.at <= Date.now()), 'who, from where, when')
   const logged = JSON.stringify(await auditLogOf(s.service.services.store).list())
-  for (const secret of [token, client.client_secret ?? 'none', device.mqtt_password, 'password123', s.adminToken]) t.notOk(logged.includes(secret), 'no secret in the log')
+  for (const secret of [token, client.client_secret ?? 'none', device.mqtt_password, 'password123', 'coach-password-1', s.adminToken]) t.notOk(logged.includes(secret), 'no secret in the log')
   t.notOk(/173|heart_rate/.test(logged.replace(/"at":\d+/g, '')), 'no heart rate in the log')
 
   // Erasure: the one change an entry gets.
