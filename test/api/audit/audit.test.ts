@@ -6,9 +6,8 @@
 // by one digest in every entry, the deletion's own included; every route that
 // changes something is in the action table.
 import t from 'tap'
-import { channel } from 'node:diagnostics_channel'
-import type { FastifyInstance, RouteOptions } from 'fastify'
 import { startTestService } from '../../helpers/service.ts'
+import { startRecording } from '../../helpers/routes.ts'
 import { call } from '../http/fetch.ts'
 import { runCli } from '../../helpers/cli.ts'
 import { ACTIONS } from '../../../api/audit/capture.ts'
@@ -98,18 +97,7 @@ t.test('--since lists the entries from a time on; no interface changes an entry'
 })
 
 t.test('every route of the admin API and the operator pages that changes something is in the action table', async t => {
-  const routes: Array<{ method: string, url: string }> = []
-  let app: FastifyInstance | undefined
-  const init = channel('fastify.initialization')
-  const onInit = (message: unknown): void => {
-    if (app !== undefined) return
-    app = (message as { fastify: FastifyInstance }).fastify
-    app.addHook('onRoute', (route: RouteOptions) => {
-      for (const method of Array.isArray(route.method) ? route.method : [route.method]) routes.push({ method, url: route.url })
-    })
-  }
-  init.subscribe(onInit)
-  try { await startTestService(t) } finally { init.unsubscribe(onInit) }
+  const { routes } = await startRecording(t)
   const changing = routes.filter(r => !['GET', 'HEAD', 'OPTIONS'].includes(r.method) && (r.url.startsWith('/admin/') || r.url.startsWith('/operator/')))
   t.ok(changing.length >= 25, `${changing.length} routes`)
   t.same(changing.filter(r => ACTIONS[`${r.method} ${r.url}`] === undefined), [], 'none is missing from ACTIONS')

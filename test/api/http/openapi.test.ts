@@ -3,11 +3,10 @@
 // real server registers except those named below with their reason, and the
 // security it states for each operation is what the server asks for.
 import t from 'tap'
-import { channel } from 'node:diagnostics_channel'
 import { readFile } from 'node:fs/promises'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import type { FastifyInstance, RouteOptions } from 'fastify'
 import { startTestService, type TestService } from '../../helpers/service.ts'
+import { startRecording } from '../../helpers/routes.ts'
 import { ALL_SCOPES } from '../../../api/scopes.ts'
 import { TAGS } from '../../../api/http/openapi-operations.ts'
 import { call } from './fetch.ts'
@@ -47,31 +46,6 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 
 /** `/a/:id` → `/a/{id}`. */
 const openApiPath = (url: string): string => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
-
-/**
- * Starts the service and records every route its Fastify instance registers, through Fastify's documented
- * `fastify.initialization` diagnostics channel (published when an instance is made, before any route) and an
- * onRoute hook added there.
- */
-async function startRecording (t: Parameters<typeof startTestService>[0]): Promise<{ svc: TestService, app: FastifyInstance | undefined, routes: Array<{ method: string, url: string }> }> {
-  const routes: Array<{ method: string, url: string }> = []
-  let app: FastifyInstance | undefined
-  const init = channel('fastify.initialization')
-  const onInit = (message: unknown): void => {
-    if (app !== undefined) return
-    app = (message as { fastify: FastifyInstance }).fastify
-    app.addHook('onRoute', (route: RouteOptions) => {
-      for (const method of Array.isArray(route.method) ? route.method : [route.method]) routes.push({ method, url: route.url })
-    })
-  }
-  init.subscribe(onInit)
-  try {
-    const svc = await startTestService(t)
-    return { svc, app, routes }
-  } finally {
-    init.unsubscribe(onInit)
-  }
-}
 
 async function documentOf (svc: TestService): Promise<any> {
   const res = await fetch(svc.url + '/openapi.json')

@@ -6,12 +6,11 @@
 // stored by digest only, and signing out removes them. Real Chromium signs in as
 // a coach and as an owner.
 import t from 'tap'
-import { channel } from 'node:diagnostics_channel'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { FastifyInstance, RouteOptions } from 'fastify'
 import { startTestService, type TestService } from '../../helpers/service.ts'
+import { startRecording } from '../../helpers/routes.ts'
 import { Browser, csrfOf } from '../oauth/helpers.ts'
 import { runCli } from '../../helpers/cli.ts'
 import { filesContaining } from '../../helpers/files-scan.ts'
@@ -36,19 +35,7 @@ async function operatorBrowser (s: TestService, name: string, password: string):
 }
 
 t.test('operators from the CLI; a coach is refused on every owner-only page and form', async t => {
-  const routes: Array<{ method: string, url: string }> = []
-  let app: FastifyInstance | undefined
-  const init = channel('fastify.initialization')
-  const onInit = (message: unknown): void => {
-    if (app !== undefined) return
-    app = (message as { fastify: FastifyInstance }).fastify
-    app.addHook('onRoute', (route: RouteOptions) => {
-      for (const method of Array.isArray(route.method) ? route.method : [route.method]) routes.push({ method, url: route.url })
-    })
-  }
-  init.subscribe(onInit)
-  let s: TestService
-  try { s = await startTestService(t) } finally { init.unsubscribe(onInit) }
+  const { svc: s, routes } = await startRecording(t)
 
   const add = await runCli(['admin', 'operator', 'add', 'coachcarla', '--role', 'coach', '--password', PASSWORD, '--data-dir', s.dataDir])
   t.equal(add.code, 0, add.stderr)
