@@ -5,7 +5,9 @@
 // answers 401 and no file under the data directory holds them.
 import t from 'tap'
 import { startTestService } from '../../helpers/service.ts'
-import { launch, newPage, postReading } from '../../helpers/browser.ts'
+import { launch, newPage, postReading, until } from '../../helpers/browser.ts'
+
+declare const document: { querySelectorAll (selector: string): { length: number }, querySelector (selector: string): { getAttribute (name: string): string | null } | null }
 import { call } from '../http/fetch.ts'
 import { filesContaining } from '../../helpers/files-scan.ts'
 import { erasedDigest } from '../../../api/audit/log.ts'
@@ -69,4 +71,21 @@ t.test('the operator deletes a member on /operator/users after typing the userna
   const first = page.getByRole('table').locator('tbody tr').first().locator('td')
   t.same(await first.allTextContents().then(cells => cells.slice(1)), ['admin token', 'user.delete', `user ${erasedDigest(profile)}`, '127.0.0.1', 'ok (303)'])
   t.notOk((await page.content()).includes('zqoperdel9e4a71'), 'the username is on no row')
+})
+
+t.test('a room display drops the erased member\'s tile at once', async t => {
+  const svc = await startTestService(t)
+  const [gone, browser] = await Promise.all([svc.user('zqdisplay2b7e90'), launch(t)])
+  const kept = await svc.user('stays')
+  const room = await svc.admin('POST', '/admin/rooms', { name: 'Spin' })
+  for (const username of ['zqdisplay2b7e90', 'stays']) await svc.admin('POST', `/admin/rooms/${room.room_id}/members`, { username })
+  const { page } = await newPage(browser)
+  t.equal((await page.goto(`${svc.url}/rooms/${room.room_id}/display?display_id=${room.display_id}`))?.status(), 200)
+  await until(page, (n: number) => document.querySelectorAll('.tile').length === n, 2)
+  // The live stream is open (no readings yet: 'waiting'), so the removal reaches the page as an event.
+  await until(page, ([s, v]) => document.querySelector(s)?.getAttribute('data-connection') === v, ['#room', 'waiting'] as const)
+  await svc.admin('DELETE', '/admin/users/zqdisplay2b7e90')
+  await until(page, (n: number) => document.querySelectorAll('.tile').length === n, 1)
+  t.equal(await page.locator(`.tile[data-profile-id="${kept}"]`).count(), 1, 'the other member\'s tile stays')
+  t.equal(await page.locator(`.tile[data-profile-id="${gone}"]`).count(), 0, 'the erased member\'s tile is gone')
 })
