@@ -29,11 +29,14 @@ t.test('room display gains and loses tiles as the operator adds and removes memb
   const wrong = await Promise.all([op.waitForNavigation(), op.getByRole('button', { name: 'Sign in' }).click()])
   t.equal(wrong[0]?.status(), 401)
   t.equal(await text(op, '[role=alert]'), 'That is not the admin token.')
-  // Keyboard only: the skip link, then the token field; Enter submits.
+  // Keyboard only: the skip link, the account form, then the token field; Enter submits.
   await op.goto(`${svc.url}/operator/signin`)
   await op.keyboard.press('Tab')
   t.equal(await op.evaluate('document.activeElement.textContent'), 'Skip to content')
   await op.keyboard.press('Tab')
+  t.equal(await focusedId(op), 'operator-name', 'the operator account form comes first')
+  // Past its password field and Log in button: the admin token's form.
+  for (let i = 0; i < 3; i++) await op.keyboard.press('Tab')
   t.equal(await focusedId(op), 'admin-token')
   await op.keyboard.type(svc.adminToken)
   await Promise.all([op.waitForURL(`${svc.url}/operator`), op.keyboard.press('Enter')])
