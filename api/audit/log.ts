@@ -29,6 +29,12 @@ export interface AuditEntry {
 
 const KEY_WIDTH = 15
 
+/** A `since` given as Unix ms or an ISO 8601 time: its ms, undefined when absent, NaN when it is neither. */
+export function sinceMs (since: string | undefined): number | undefined {
+  if (since === undefined || since === '') return undefined
+  return /^\d+$/.test(since) ? Number(since) : Date.parse(since)
+}
+
 /** The digest an erased member's username and profile id become: one-way, and the same in every entry of theirs. */
 export function erasedDigest (profileId: string): string {
   return `erased:${createHash('sha256').update(`hr-relay audit\0${profileId}`).digest('hex').slice(0, 16)}`

@@ -5,16 +5,15 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
 import { checkAdmin, type AdminUses } from './admin.ts'
-import { auditLogOf } from '../audit/log.ts'
+import { auditLogOf, sinceMs } from '../audit/log.ts'
 import type { Services } from '../services.ts'
 
 export type AdminAuditUses = AdminUses & Pick<Services, 'store'>
 
 /** A time given as Unix ms or an ISO 8601 date; undefined when absent, an ApiError when it is neither. */
 export function parseSince (since: string | undefined): number | undefined {
-  if (since === undefined) return undefined
-  const ms = /^\d+$/.test(since) ? Number(since) : Date.parse(since)
-  if (!Number.isFinite(ms)) throw new ApiError('invalid_request', { detail: 'since must be an ISO 8601 time or Unix milliseconds' })
+  const ms = since === '' ? Number.NaN : sinceMs(since)
+  if (ms !== undefined && !Number.isFinite(ms)) throw new ApiError('invalid_request', { detail: 'since must be an ISO 8601 time or Unix milliseconds' })
   return ms
 }
 

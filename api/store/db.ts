@@ -202,8 +202,8 @@ export class Store implements AtomicBatch {
     try { return await run } finally { if (this.rewrite === run) this.rewrite = null }
   }
 
-  /** Starts recording the keys that batches touch (rewrite.ts copies the database meanwhile). */
-  recordTouched (): void { this.touched = new Set() }
+  /** Starts (or, with false, stops) recording the keys that batches touch (rewrite.ts copies the database meanwhile). */
+  recordTouched (on = true): void { this.touched = on ? new Set() : null }
 
   /**
    * Holds every new batch until `release` is called, once the batches being written have finished; answers the

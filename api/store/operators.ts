@@ -53,11 +53,6 @@ export class Operators {
     return out
   }
 
-  async get (name: string): Promise<OperatorView | undefined> {
-    const o = await this.sub.get(Operators.key(name))
-    return o === undefined ? undefined : viewOf(o)
-  }
-
   /** Removes an operator; the last owner stays (someone must be able to manage the box). */
   async remove (name: string): Promise<OperatorView> {
     return await this.lock.run('all', async () => {

@@ -30,7 +30,7 @@ import type { Sub } from './sublevel.ts'
 export interface RewritableStore {
   readonly db: Level<string, unknown>
   readonly sublevels: ReadonlyArray<Sub<any>>
-  recordTouched (): void
+  recordTouched (on?: boolean): void
   holdWrites (): Promise<{ touched: Set<string>, release: () => void }>
   rewriting<T> (fn: () => Promise<T>): Promise<T>
 }
@@ -128,7 +128,7 @@ async function rewriteNow (store: RewritableStore): Promise<{ entries: number }>
   } finally {
     if (fresh !== undefined && fresh.status !== 'closed') await fresh.close().catch(() => undefined)
     await rm(next, { recursive: true, force: true }).catch(() => undefined)
-    if (hold === undefined) await store.holdWrites().then(h => { h.release() }, () => undefined)
+    if (hold === undefined) store.recordTouched(false)
     else hold.release()
   }
 }

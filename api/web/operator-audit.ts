@@ -1,6 +1,6 @@
 // /operator/audit: the audit log (api/audit/), newest first, read-only; `?since=` (ISO time or Unix ms) pages back.
 import type { FastifyInstance } from 'fastify'
-import { auditLogOf } from '../audit/log.ts'
+import { auditLogOf, sinceMs } from '../audit/log.ts'
 import { esc, notice, sendPage, table, when } from './html.ts'
 import { operatorNav } from './nav.ts'
 import { operatorPage, type OperatorUses } from './operator-auth.ts'
@@ -14,8 +14,7 @@ export async function auditRoutes (app: FastifyInstance, uses: OperatorAuditUses
   app.get<{ Querystring: { since?: string } }>('/operator/audit', async (request, reply) => {
     const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
-    const raw = request.query.since
-    const since = raw === undefined || raw === '' ? undefined : /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw)
+    const since = sinceMs(request.query.since)
     if (since !== undefined && !Number.isFinite(since)) {
       return await sendPage(reply, 400, 'Audit log', notice('since must be an ISO 8601 time or Unix milliseconds.', 'error'), operatorNav(session.csrf, '/operator/audit'))
     }
