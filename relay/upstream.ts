@@ -33,6 +33,10 @@ import type { Store, Sub } from '../api/store/db.ts'
 import type { StoredReading } from '../api/pipeline/reading.ts'
 import type { HealthEntry } from '../api/services.ts'
 import { loadMqttConnect } from './mqtt-client.ts'
+import { erasurePayload, erasureTopic, upstreamPayload, upstreamTopic } from '../firmware-protocol/upstream.ts'
+
+// The topics and payloads are the upstream wire format (firmware-protocol/upstream.ts), which a hub parses.
+export { upstreamPayload, upstreamTopic }
 
 export interface UpstreamConfig {
   url: string
@@ -72,23 +76,6 @@ const WINDOW = 32
 const KEY_WIDTH = 16
 
 function keyOf (seq: number): string { return String(seq).padStart(KEY_WIDTH, '0') }
-
-export function upstreamTopic (prefix: string, profileId: string): string {
-  return `${prefix.replace(/\/+$/, '')}/users/${profileId}/heart_rate`
-}
-
-export function erasureTopic (prefix: string, profileId: string): string {
-  return `${prefix.replace(/\/+$/, '')}/users/${profileId}/erased`
-}
-
-export function upstreamPayload (r: StoredReading): string {
-  return JSON.stringify({
-    measured_at: r.measured_at,
-    data: { heart_rate: r.heart_rate },
-    source: r.source,
-    ...(r.device_id === undefined ? {} : { device_id: r.device_id })
-  })
-}
 
 export class UpstreamBridge {
   readonly id = 'upstream'
@@ -246,7 +233,7 @@ export class UpstreamBridge {
   private send (client: MqttClient, key: string, entry: QueueEntry): void {
     this.inflight.add(key)
     const [topic, payload] = isNotice(entry)
-      ? [erasureTopic(this.config.topic_prefix, entry.profile_id), JSON.stringify({ profile_id: entry.profile_id, erased_at: entry.erased_at })]
+      ? [erasureTopic(this.config.topic_prefix, entry.profile_id), erasurePayload(entry.profile_id, entry.erased_at)]
       : [upstreamTopic(this.config.topic_prefix, entry.profile_id), upstreamPayload(entry)]
     client.publish(topic, payload, { qos: 1 }, err => {
       if (err !== undefined && err !== null) {
