@@ -41,13 +41,20 @@ module.exports = {
       severity: 'error',
       comment: 'firmware-protocol holds pure codecs and the reading contract: nothing else of ours.',
       from: { path: '^firmware-protocol/' },
-      to: { path: '^(api|relay|device-sim|bin|test|bench|scripts)/' }
+      to: { path: '^(api|hub|relay|device-sim|bin|test|bench|scripts)/' }
     },
     {
       name: 'api-depends-only-on-firmware-protocol',
       severity: 'error',
       comment: 'api knows the reading contract, HTTP, OAuth, the store, the pipeline and the hub; not radios, the broker or the simulator.',
       from: { path: '^api/' },
+      to: { path: '^(hub|relay|device-sim|bin|test|bench|scripts)/' }
+    },
+    {
+      name: 'hub-not-the-box',
+      severity: 'error',
+      comment: "hub (a chain's hub) builds on api and firmware-protocol; not the box's radios and broker (relay) or the simulator.",
+      from: { path: '^hub/' },
       to: { path: '^(relay|device-sim|bin|test|bench|scripts)/' }
     },
     {
@@ -55,14 +62,14 @@ module.exports = {
       severity: 'error',
       comment: "device-sim talks to the product only through device transports and the admin API's wire format.",
       from: { path: '^device-sim/' },
-      to: { path: '^(api|relay|bin|test|bench|scripts)/' }
+      to: { path: '^(api|hub|relay|bin|test|bench|scripts)/' }
     },
     {
       name: 'relay-not-device-sim',
       severity: 'error',
       comment: 'The simulator is wired in beside the product by bin/cli.ts, never by relay.',
       from: { path: '^relay/' },
-      to: { path: '^(device-sim|bin|test|bench|scripts)/' }
+      to: { path: '^(hub|device-sim|bin|test|bench|scripts)/' }
     },
     {
       name: 'relay-uses-api-public-surface',

@@ -27,7 +27,7 @@ const ROOT = join(__dirname, '..') + '/'
 const COMPILED = ROOT + 'dist/bin/cli.cjs'
 /** Written by scripts/build.mjs with the time the build started. */
 const STAMP = ROOT + 'dist/.build-stamp'
-const SOURCES = ['api', 'relay', 'device-sim', 'firmware-protocol', 'bin']
+const SOURCES = ['api', 'relay', 'device-sim', 'firmware-protocol', 'hub', 'bin']
 
 /** Newest modification time of a file or folder under `dir` (a folder's time changes when a file is added or removed). */
 function newest (dir) {

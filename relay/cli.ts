@@ -15,6 +15,7 @@ function usage (): string {
 ${adminUsage()}
   hr-relay admin ${TLS_USAGE}
   hr-relay sim --help
+  hr-relay hub start --config FILE
 `
 }
 

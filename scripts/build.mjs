@@ -34,8 +34,8 @@ const prepare = args.includes('--prepare')
 const OUT = resolve(args.find(a => !a.startsWith('--')) ?? join(ROOT, 'dist'))
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc')
 const started = new Date()
-const FOLDERS = ['api', 'relay', 'device-sim', 'firmware-protocol']
-const ASSET = /\.(json|js|mjs|css|html|svg|png|ico)$/
+const FOLDERS = ['api', 'relay', 'device-sim', 'firmware-protocol', 'hub']
+const ASSET = /\.(json|js|mjs|css|html|svg|png|ico|sql)$/
 
 /** Packages bundled into OUT/vendor/<name>.js, with the compiled modules' imports of them rewritten. */
 const VENDORED = { '@sinclair/typebox': 'typebox' }

@@ -6,7 +6,7 @@
 // check and the lint count as one test each beside tap's own counts (and the
 // coverage floor, for a run of the whole suite). Also printed: each stage's wall time and the ten slowest files.
 import { spawn, spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { onSupportedNode } from './supported-node.mjs'
 
@@ -14,7 +14,9 @@ import { onSupportedNode } from './supported-node.mjs'
 const needed = [
   { cmd: 'socat', pkg: 'socat', why: 'serial sources are tested on real pseudo-terminals' },
   { cmd: 'mosquitto', pkg: 'mosquitto', why: 'the upstream bridge is tested against a real Mosquitto' },
-  { cmd: 'chromium', pkg: 'chromium', why: 'the web pages are tested in headless Chromium' }
+  { cmd: 'chromium', pkg: 'chromium', why: 'the web pages are tested in headless Chromium' },
+  // Debian keeps the server's programs off the PATH, under /usr/lib/postgresql/<major>/bin (test/helpers/postgres.ts).
+  { cmd: 'postgres', pkg: 'postgresql', why: 'the hub is tested against a real PostgreSQL', present: () => readdirSync('/usr/lib/postgresql', { withFileTypes: true }).some(d => existsSync(`/usr/lib/postgresql/${d.name}/bin/postgres`)) }
 ]
 /**
  * Line coverage of the product's sources (api, relay, firmware-protocol, device-sim, bin), printed with each run and
@@ -35,12 +37,13 @@ const started = Date.now()
 const results = []
 const stageTimes = []
 
-function has (cmd) {
+function has (cmd, present) {
+  if (present !== undefined) { try { return present() } catch { return false } }
   return spawnSync('sh', ['-c', `command -v ${cmd} || test -x /usr/sbin/${cmd}`], { stdio: 'ignore' }).status === 0
 }
 
 function installMissing () {
-  const missing = needed.filter(n => !has(n.cmd))
+  const missing = needed.filter(n => !has(n.cmd, n.present))
   if (missing.length === 0) {
     console.log(`npm test: system packages present (${needed.map(n => n.pkg).join(', ')}); nothing to install`)
     return

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)))
 const DEPCRUISE = resolve(ROOT, 'node_modules/dependency-cruiser/bin/dependency-cruise.mjs')
-const FOLDERS = ['api', 'relay', 'firmware-protocol', 'device-sim', 'bin']
+const FOLDERS = ['api', 'hub', 'relay', 'firmware-protocol', 'device-sim', 'bin']
 
 interface Violation { from: string, to: string, rule: { name: string }, cycle?: Array<{ name: string }> }
 interface CruiseResult {

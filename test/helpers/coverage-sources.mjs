@@ -24,7 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const DIR = join(ROOT, '.tap', 'coverage')
-export const PRODUCT = ['api', 'relay', 'firmware-protocol', 'device-sim', 'bin']
+export const PRODUCT = ['api', 'relay', 'firmware-protocol', 'device-sim', 'hub', 'bin']
 const KEEP = PRODUCT.map(f => pathToFileURL(join(ROOT, f)).href + '/')
 
 /** Rewrites one process's coverage record in place; returns it. */

@@ -3,22 +3,13 @@
 // queued QoS 1 messages survive a stop/start of the broker.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
+import { freePort, stopChild, untilReady } from './processes.ts'
 
 interface Tap { teardown (fn: () => unknown): void }
 
 export const MOSQUITTO = '/usr/sbin/mosquitto'
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => { server.listen(0, '127.0.0.1', () => { resolve() }) })
-  const addr = server.address()
-  await new Promise<void>(resolve => { server.close(() => { resolve() }) })
-  if (typeof addr !== 'object' || addr === null) throw new Error('no port')
-  return addr.port
-}
 
 export class Mosquitto {
   private child: ChildProcess | null = null
@@ -64,19 +55,9 @@ export class Mosquitto {
     if (this.child !== null) return
     const child = spawn(MOSQUITTO, ['-c', this.conf], { stdio: ['ignore', 'ignore', 'pipe'] })
     this.child = child
-    await new Promise<void>((resolve, reject) => {
-      let buffered = ''
-      const onData = (d: Buffer): void => {
-        buffered += d.toString()
-        this.log += d.toString()
-        if (/Opening ipv4 listen socket on port \d+/.test(buffered) && /mosquitto version [\d.]+ running/.test(buffered)) {
-          resolve()
-        }
-      }
-      child.stderr?.on('data', onData)
-      child.once('exit', code => { this.child = null; reject(new Error(`mosquitto exited with ${String(code)}:\n${buffered}`)) })
-      child.once('error', reject)
-    })
+    await untilReady(child, child.stderr, 'mosquitto',
+      out => /Opening ipv4 listen socket on port \d+/.test(out) && /mosquitto version [\d.]+ running/.test(out),
+      text => { this.log += text }, () => { if (this.child === child) this.child = null })
   }
 
   /** Stops the broker with SIGTERM (it saves its persistence file) and waits for the exit. */
@@ -84,8 +65,6 @@ export class Mosquitto {
     const child = this.child
     if (child === null) return
     this.child = null
-    const exited = new Promise<void>(resolve => { child.once('exit', () => { resolve() }) })
-    child.kill('SIGTERM')
-    await exited
+    await stopChild(child, 'SIGTERM')
   }
 }

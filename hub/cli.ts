@@ -1,0 +1,40 @@
+// `hr-relay hub …`: one instance of a chain's hub (docs/hub.md).
+import { parseArgs } from 'node:util'
+import { HubConfigError, loadHubConfig } from './config.ts'
+import { MigrationError } from './migrate.ts'
+
+export const HUB_USAGE = `Usage: hr-relay hub start --config hub.json
+
+  start    run one hub instance: ingest from the chain's broker into PostgreSQL, and its HTTP server
+           (the configuration is described in docs/hub.md)
+`
+
+export async function runHub (argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv
+  if (sub === undefined || sub === '--help' || sub === '-h') { process.stdout.write(HUB_USAGE); return sub === undefined ? 2 : 0 }
+  if (sub !== 'start') { process.stderr.write(`hr-relay hub: unknown command ${sub}\n${HUB_USAGE}`); return 2 }
+  let values
+  try {
+    ({ values } = parseArgs({ args: rest, options: { config: { type: 'string' } }, strict: true }))
+  } catch (err) { process.stderr.write(`hr-relay hub start: ${(err as Error).message}\n${HUB_USAGE}`); return 2 }
+  if (values.config === undefined) { process.stderr.write(`hr-relay hub start: --config is required\n${HUB_USAGE}`); return 2 }
+  try {
+    const config = await loadHubConfig(values.config)
+    const { startHub } = await import('./main.ts')
+    const hub = await startHub(config)
+    let stopping = false
+    const stop = (): void => {
+      if (stopping) return
+      stopping = true
+      hub.stop().then(() => process.exit(0), () => process.exit(1))
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+    return -1 // keep running
+  } catch (err) {
+    if (err instanceof HubConfigError || err instanceof MigrationError) { process.stderr.write(`hr-relay hub: ${err.message}\n`); return 1 }
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') { process.stderr.write(`hr-relay hub: cannot use PostgreSQL (postgres.url): ${(err as Error).message}\n`); return 1 }
+    throw err
+  }
+}

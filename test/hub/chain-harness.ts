@@ -1,0 +1,155 @@
+// A chain on one machine for the hub's tests: a real PostgreSQL, a real Mosquitto with persistence, hub
+// instances as separate processes (`hr-relay hub start`, so that one can be killed with SIGKILL), and boxes (real
+// relay services with an upstream to the broker, each through a TcpProxy that can cut it off). What a box
+// acknowledged is what its pipeline answered `stored`; the hub must end up holding exactly that.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
+import pg from 'pg'
+import { chainBoxPrefix } from '../../firmware-protocol/upstream.ts'
+import { BIN } from '../helpers/cli.ts'
+import { Mosquitto } from '../helpers/mosquitto.ts'
+import { Postgres } from '../helpers/postgres.ts'
+import { stopChild, untilReady } from '../helpers/processes.ts'
+import { startTestService, type TestService } from '../helpers/service.ts'
+import { TcpProxy } from '../helpers/tcp-proxy.ts'
+
+interface Tap { teardown (fn: () => unknown): void }
+
+export const ROOT = 'chain-test/v1'
+
+export class HubProcess {
+  child: ChildProcess | null = null
+  url = ''
+  lines: string[] = []
+  stderr = ''
+
+  constructor (readonly configFile: string, readonly clientId: string) {}
+
+  /** Starts the instance; resolves once it has subscribed at the broker (its own log line). */
+  async start (): Promise<void> {
+    const child = spawn(process.execPath, [BIN, 'hub', 'start', '--config', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HR_RELAY_FROM_SOURCE: '1' } })
+    this.child = child
+    child.stderr.on('data', d => { this.stderr += String(d) })
+    let pending = ''
+    const from = this.lines.length
+    await untilReady(child, child.stdout, `hub ${this.clientId}`, () => this.lines.slice(from).some(l => l.includes('"msg":"subscribed at the broker"')), text => {
+      const parts = (pending + text).split('\n')
+      pending = parts.pop() ?? ''
+      for (const line of parts) {
+        this.lines.push(line)
+        const started = /"msg":"hub instance started"/.test(line) ? (JSON.parse(line) as { url?: string }).url : undefined
+        if (typeof started === 'string') this.url = started
+      }
+    }, () => { if (this.child === child) this.child = null })
+  }
+
+  kill (): void { this.child?.kill('SIGKILL'); this.child = null }
+
+  async stop (): Promise<void> {
+    const child = this.child
+    if (child === null) return
+    this.child = null
+    await stopChild(child, 'SIGTERM')
+  }
+
+  /** Waits for the next 'subscribed at the broker' line after `from` lines (a reconnection). */
+  async subscribedAgain (from: number, ms = 60_000): Promise<void> {
+    const end = Date.now() + ms
+    while (!this.lines.slice(from).some(l => l.includes('"subscribed at the broker"'))) {
+      if (Date.now() > end) throw new Error(`hub ${this.clientId} did not subscribe again:\n${this.lines.slice(from).join('\n')}`)
+      await delay(50)
+    }
+  }
+}
+
+export interface Box { id: string, service: TestService, proxy: TcpProxy, profiles: string[], next: number }
+
+export class Chain {
+  readonly acknowledged = new Set<string>()
+  private constructor (readonly pg: Postgres, readonly broker: Mosquitto, readonly dbUrl: string, readonly hubs: HubProcess[], readonly boxes: Box[], readonly db: pg.Pool) {}
+
+  static async create (t: Tap, options: { hubs: number, boxes: number, membersPerBox: number }): Promise<Chain> {
+    const postgres = await Postgres.create(t)
+    await postgres.start()
+    const dbUrl = await postgres.createDatabase('hub')
+    const broker = await Mosquitto.create(t)
+    await broker.start()
+    const dir = await mkdtemp(join(tmpdir(), 'hr-relay-hubcfg-'))
+    t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+    const hubs: HubProcess[] = []
+    for (let i = 0; i < options.hubs; i++) {
+      const file = join(dir, `hub-${i}.json`)
+      const clientId = `hub-test-${i}`
+      await writeFile(file, JSON.stringify({ log_level: 'info', postgres: { url: dbUrl }, mqtt: { url: broker.url, client_id: clientId, topic_root: ROOT, keepalive_s: 5 }, http: { port: 0 } }))
+      hubs.push(new HubProcess(file, clientId))
+    }
+    t.teardown(async () => { for (const h of hubs) await h.stop() })
+    // The instances start together: the migrations' advisory lock lets one apply them.
+    await Promise.all(hubs.map(async h => { await h.start() }))
+    const boxes: Box[] = []
+    for (let i = 0; i < options.boxes; i++) {
+      const id = `gym-${String.fromCharCode(97 + i)}`
+      const proxy = await TcpProxy.create(t, broker.port)
+      const service = await startTestService(t, { upstream: { url: proxy.url, client_id: `box-${id}`, topic_prefix: chainBoxPrefix(ROOT, id) } })
+      const profiles: string[] = []
+      for (let m = 0; m < options.membersPerBox; m++) profiles.push(await service.user(`member${m}${id.replace('-', '')}`))
+      boxes.push({ id, service, proxy, profiles, next: Date.now() - 3_600_000 })
+    }
+    const db = new pg.Pool({ connectionString: dbUrl, max: 2 })
+    db.on('error', () => {})
+    t.teardown(async () => { await db.end() })
+    return new Chain(postgres, broker, dbUrl, hubs, boxes, db)
+  }
+
+  /**
+   * Readings at every box, as straps would send them: `perMember` each, one every 10 ms of measured time, through
+   * each box's pipeline. `during` runs once half of them are acknowledged. Returns how many were acknowledged.
+   */
+  async burst (perMember: number, during?: () => Promise<void>): Promise<number> {
+    let acked = 0
+    const total = perMember * this.boxes.reduce((s, b) => s + b.profiles.length, 0)
+    let fired: Promise<void> | undefined
+    for (let i = 0; i < perMember; i++) {
+      await Promise.all(this.boxes.map(async box => {
+        const at = box.next
+        box.next += 10
+        await Promise.all(box.profiles.map(async (pid, k) => {
+          const r = await box.service.service.services.pipeline.submit({ profile_id: pid, measured_at: at, heart_rate: 60 + ((i + k) % 100), source: 'ble', device_id: `C8:2F:9A:00:00:${String(k).padStart(2, '0')}` })
+          if (r.status === 'stored') { this.acknowledged.add(`${box.id}|${pid}|${at}`); acked++ }
+        }))
+      }))
+      if (fired === undefined && during !== undefined && acked >= total / 2) fired = during()
+    }
+    await fired
+    return acked
+  }
+
+  async held (): Promise<string[]> {
+    const rows = (await this.db.query<{ box_id: string, profile_id: string, measured_at: string }>('SELECT box_id, profile_id, measured_at FROM readings')).rows
+    return rows.map(r => `${r.box_id}|${r.profile_id}|${r.measured_at}`)
+  }
+
+  /** Waits until the hub holds as many readings as were acknowledged (or the time is up), then returns what it holds. */
+  async settle (ms = 60_000): Promise<string[]> {
+    const end = Date.now() + ms
+    for (;;) {
+      let n = -1
+      try { n = Number((await this.db.query<{ n: string }>('SELECT count(*) AS n FROM readings')).rows[0]?.n) } catch {}
+      if (n >= this.acknowledged.size || Date.now() > end) return await this.held()
+      await delay(100)
+    }
+  }
+
+  /** What the hub holds against what the boxes acknowledged: missing keys, keys it should not have, and rows held twice. */
+  compare (held: string[]): { missing: string[], extra: string[], twice: number } {
+    const set = new Set(held)
+    return {
+      missing: [...this.acknowledged].filter(k => !set.has(k)),
+      extra: [...set].filter(k => !this.acknowledged.has(k)),
+      twice: held.length - set.size
+    }
+  }
+}
