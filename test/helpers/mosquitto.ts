@@ -17,13 +17,17 @@ export class Mosquitto {
 
   private constructor (readonly port: number, readonly dir: string, private readonly conf: string) {}
 
-  static async create (t: Tap): Promise<Mosquitto> {
+  /**
+   * A broker in a temporary folder. `settings` replaces the anonymous access (for a configuration under test:
+   * its own logins and ACL); `{dir}` in them is that folder.
+   */
+  static async create (t: Tap, settings?: (dir: string) => string[]): Promise<Mosquitto> {
     const dir = await mkdtemp(join(tmpdir(), 'hr-relay-mosquitto-'))
     const port = await freePort()
     const conf = join(dir, 'mosquitto.conf')
     await writeFile(conf, [
       `listener ${port} 127.0.0.1`,
-      'allow_anonymous true',
+      ...(settings === undefined ? ['allow_anonymous true'] : settings(dir)),
       // Run as root, mosquitto switches to the user 'mosquitto', which cannot write our temp dir.
       `user ${userInfo().username}`,
       'persistence true',
