@@ -56,7 +56,8 @@ export async function buildDataServices (o: DataServicesOptions): Promise<DataSe
     ...(o.resolveOwner === undefined ? {} : { resolveOwner: o.resolveOwner }),
     ...(o.pruneIntervalMs === undefined ? {} : { pruneIntervalMs: o.pruneIntervalMs }),
     ...(o.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: o.maxClockSkewMs }),
-    ...(o.consent === undefined ? {} : { consent: o.consent })
+    ...(o.consent === undefined ? {} : { consent: o.consent }),
+    storeSettled: async () => { await o.store.settled() }
   })
   pipeline.start()
   return { readings, pipeline, hub, widgets: new Widgets(o.store), gameMod: new GameMod(o.store), rooms }

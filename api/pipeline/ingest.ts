@@ -20,6 +20,7 @@
 import type { Logger } from 'pino'
 import type { ReadingPlan as Plan, ReadingStore } from '../store/types.ts'
 import type { ReadingLog } from '../store/reading-log.ts'
+import { storageFailure } from '../store/db.ts'
 import type { Hub } from '../hub.ts'
 import { DROP_REASONS, type DropReason, type Ingest, type IngestResult, type Reading } from './reading.ts'
 import { measuredAtWindow } from '../../firmware-protocol/reading-contract.ts'
@@ -54,6 +55,11 @@ export interface PipelineOptions {
   pruneIntervalMs?: number
   /** privacy.require_consent and privacy.notice_version: readings of members without consent are refused. */
   consent?: ConsentPolicy
+  /**
+   * Resolves once the store is open again after a rewrite (Store.settled): a step whose store read failed because
+   * the rewrite had closed it runs again then, instead of failing its reading.
+   */
+  storeSettled?: () => Promise<void>
 }
 
 /** Whether readings need their member's consent to the privacy notice, and to which version of it. */
@@ -135,11 +141,11 @@ export class Pipeline implements Ingest {
       try {
         answer = step(this.env, ctx)
       } catch (err) {
-        this.stepFailed(step, err, settle)
+        this.stepFailed(ctx, i, err, settle)
         return
       }
       if (answer instanceof Promise) {
-        answer.then(reason => { if (reason === undefined) this.steps(ctx, i + 1, settle); else settle.resolve(this.drop(reason)) }, err => { this.stepFailed(step, err, settle) })
+        answer.then(reason => { if (reason === undefined) this.steps(ctx, i + 1, settle); else settle.resolve(this.drop(reason)) }, err => { this.stepFailed(ctx, i, err, settle) })
         return
       }
       if (answer !== undefined) { settle.resolve(this.drop(answer)); return }
@@ -151,7 +157,14 @@ export class Pipeline implements Ingest {
     this.schedule()
   }
 
-  private stepFailed (step: ReadingStep, err: unknown, settle: Settle): void {
+  private stepFailed (ctx: ReadingCtx, i: number, err: unknown, settle: Settle): void {
+    const step = READING_STEPS[i] as ReadingStep
+    // The store closed by a rewrite for a moment: the step runs again once it is open (a few retries at most).
+    if (storageFailure(err) === 'busy' && this.o.storeSettled !== undefined && (ctx.busyRetries ?? 0) < 20) {
+      ctx.busyRetries = (ctx.busyRetries ?? 0) + 1
+      this.o.storeSettled().then(() => { this.steps(ctx, i, settle) }, (e: unknown) => { settle.reject(e) })
+      return
+    }
     this.o.log?.error({ err, step: step.name }, 'ingest step failed')
     settle.reject(err)
   }

@@ -56,7 +56,8 @@ export interface ReadingEnv {
 }
 
 /** One reading on its way through the reading steps. */
-export interface ReadingCtx { reading: Reading, profileId?: string, stored?: StoredReading }
+/** A reading on its way through the steps; `busyRetries` counts the steps run again after a store rewrite. */
+export interface ReadingCtx { reading: Reading, profileId?: string, stored?: StoredReading, busyRetries?: number }
 
 /**
  * A reading step. A step answers synchronously when it can, and returns a promise only when it has to wait

@@ -219,6 +219,14 @@ export class Store implements AtomicBatch {
     return { touched, release }
   }
 
+  /**
+   * Resolves once no rewrite holds the store (at once when none does): while a rewrite swaps the database it is
+   * closed, and a read fails with LEVEL_DATABASE_NOT_OPEN; what can wait (the ingest pipeline) waits here.
+   */
+  async settled (): Promise<void> {
+    while (this.gate !== null) await this.gate
+  }
+
   async get<V> (sub: Sub<V>, key: string): Promise<V | undefined> {
     const v = await sub.get(key)
     return v === undefined ? undefined : v

@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
 import { startTestService, type TestService } from '../../helpers/service.ts'
+import { rewriteStore } from '../../../api/store/rewrite.ts'
 import { call, openWs, wsUrl } from '../http/fetch.ts'
 import { runCli } from '../../helpers/cli.ts'
 import { filesContaining } from '../../helpers/files-scan.ts'
@@ -140,4 +141,33 @@ t.test('a reading on its way during the erasure is refused, never stored after i
   const after = await pipeline.submit({ profile_id: pid, measured_at: base + 20_000, heart_rate: 92, source: 'ble' })
   t.same(after, { status: 'dropped', reason: 'unknown_profile' })
   t.same(await filesContaining(s.dataDir, [pid]), [], 'nothing of theirs on disk')
+})
+
+t.test('readings that arrive while the store is rewritten get their answer, none fails on the closed database', async t => {
+  const s = await startTestService(t)
+  const pid = await s.user('stayswhilerewritten')
+  const pipeline = s.service.services.pipeline
+  const base = Date.now() - 600_000
+  let n = 0
+  let rewriting = true
+  const results: Array<Promise<string>> = []
+  // One reading per turn of the event loop for as long as the rewrite runs (it closes the database while it
+  // swaps it): a member's (known to the pipeline, no store read) and a profile id nobody has (read each time).
+  const feed = (async () => {
+    while (rewriting) {
+      results.push(pipeline.submit({ profile_id: pid, measured_at: base + n, heart_rate: 70, source: 'http' }).then(r => r.status, (err: Error) => `failed: ${err.message}`))
+      results.push(pipeline.submit({ profile_id: `nobody-${n}`, measured_at: base + n, heart_rate: 70, source: 'http' }).then(r => r.status === 'dropped' ? r.reason : r.status, (err: Error) => `failed: ${err.message}`))
+      n++
+      await new Promise(resolve => setImmediate(resolve))
+    }
+  })()
+  await rewriteStore(s.service.services.store)
+  rewriting = false
+  await feed
+  const statuses = await Promise.all(results)
+  t.ok(statuses.length > 20, `${statuses.length} readings arrived during the rewrite`)
+  const counts: Record<string, number> = {}
+  for (const x of statuses) counts[x] = (counts[x] ?? 0) + 1
+  t.same(counts, { stored: statuses.length / 2, unknown_profile: statuses.length / 2 }, 'each stored or refused as unknown, none failed')
+  t.equal((await s.service.services.readings.latest(pid))?.measured_at, base + n - 1, 'the last one is the latest')
 })
