@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 /** What scripts/build.mjs compiles, and what else decides its output. */
-const BUILD_INPUTS = ['api', 'relay', 'device-sim', 'firmware-protocol', 'bin', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/typescript/package.json', 'node_modules/esbuild/package.json', 'node_modules/@sinclair/typebox/package.json']
+const BUILD_INPUTS = ['api', 'relay', 'device-sim', 'firmware-protocol', 'hub', 'bin', 'scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'node_modules/typescript/package.json', 'node_modules/esbuild/package.json', 'node_modules/@sinclair/typebox/package.json']
 
 /** Newest modification time of a file, or of a folder and everything under it (as bin/hr-relay.cjs reckons). */
 async function newest (path: string): Promise<number> {
@@ -33,7 +33,7 @@ async function assets (dir: string): Promise<string[]> {
   for (const e of await readdir(join(ROOT, dir), { withFileTypes: true })) {
     const rel = join(dir, e.name)
     if (e.isDirectory()) out.push(...await assets(rel))
-    else if (/\.(json|js|mjs|css|html|svg|png|ico)$/.test(e.name)) out.push(rel)
+    else if (/\.(json|js|mjs|css|html|svg|png|ico|sql)$/.test(e.name)) out.push(rel)
   }
   return out
 }
@@ -65,7 +65,7 @@ t.test('the compiled build starts and serves its assets', async t => {
   }
   // Written last, after tsc succeeded and the assets were copied.
   t.match(await readFile(join(out, '.build-stamp'), 'utf8'), /^\d{4}-\d\d-\d\dT[\d:.]+Z\n$/, 'the build stamp')
-  const expected = (await Promise.all(['api', 'relay', 'device-sim', 'firmware-protocol'].map(assets))).flat()
+  const expected = (await Promise.all(['api', 'relay', 'device-sim', 'firmware-protocol', 'hub'].map(assets))).flat()
   const differ: string[] = []
   for (const file of expected) {
     const copy = await readFile(join(out, file)).catch(() => undefined)
@@ -86,7 +86,7 @@ t.test('the compiled build starts and serves its assets', async t => {
   t.notMatch(front, /require\("\.\.?\//, 'bin/cli.cjs requires no compiled module')
   t.match(front, /require\("node:util"\)/, 'it is CommonJS')
   const lazy = [...front.matchAll(/import\("(\.\.?\/[^"]+)"\)/g)].map(m => m[1] as string)
-  t.same([...new Set(lazy)].sort(), ['../api/store/db.js', '../device-sim/cli.js', '../device-sim/demo-hooks.js', '../relay/cli-tls.js', '../relay/config.js', '../relay/listen-error.js', '../relay/main.js'])
+  t.same([...new Set(lazy)].sort(), ['../api/store/db.js', '../device-sim/cli.js', '../device-sim/demo-hooks.js', '../hub/cli.js', '../relay/cli-tls.js', '../relay/config.js', '../relay/listen-error.js', '../relay/main.js'])
   for (const rel of lazy) t.ok((await stat(join(out, 'bin', rel)).catch(() => undefined))?.isFile(), `${rel} exists in the build`)
   // Bundled modules exist twice (in the bundle and compiled on their own): nothing else may import them, or a class like CliError would be two classes.
   const bundled = ['cli.js', 'cli-admin.js', 'cli-entry.js', 'cli-rooms.js', 'cli-devices.js', 'cli-integrations.js']
