@@ -20,8 +20,9 @@ import { startup } from './startup.ts'
 import { costCurve } from './cost-curve.ts'
 import { piProfile } from './pi-profile.ts'
 import { classScenario } from './class.ts'
+import { hubScenario } from './hub.ts'
 
-export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, costCurve, piProfile, wsFanout, footprint, blePath, classScenario, startup]
+export const SCENARIOS: Scenario[] = [latestHttp, stats30d, ingestCapacity, e2eLatency, costCurve, piProfile, wsFanout, footprint, blePath, classScenario, hubScenario, startup]
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url))
 
 async function main (): Promise<number> {

@@ -41,3 +41,14 @@ export function p99Target (p99: number, limitMs: number): Target {
 export function classStreamingTarget (seconds: number, streaming: number, straps: number): Target {
   return { text: `all ${straps} within ${CLASS_STREAMING_S} s`, met: streaming === straps && seconds <= CLASS_STREAMING_S }
 }
+
+/** hub: readings/s a chain's hub stores sustained (100 gyms of 100 straps at 1 Hz), and none lost. */
+export const HUB_PER_SECOND = 10_000
+
+export function hubTarget (perSecond: number, lost: number): Target {
+  return { text: `>= ${thousands(HUB_PER_SECOND)} readings/s, none lost`, met: perSecond >= HUB_PER_SECOND && lost === 0 }
+}
+
+export function noneLostTarget (lost: number): Target {
+  return { text: 'none lost', met: lost === 0 }
+}

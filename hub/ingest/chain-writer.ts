@@ -104,13 +104,15 @@ export class ChainWriter {
     const dropped = (): void => { broken = true }
     client.on('error', dropped)
     try {
-      await client.query('BEGIN')
+      // Readings alone are one statement, atomic by itself; erasures join them in one transaction.
+      const transaction = erasures.length > 0
+      if (transaction) await client.query('BEGIN')
       const inserted = p.length === 0 ? 0 : (await client.query(INSERT, [p, m, b, h, s, d])).rowCount ?? 0
       for (const e of erasures) {
         await client.query(ERASE, [e.box_id, e.profile_id])
         await client.query(TOMBSTONE, [e.box_id, e.profile_id, e.erased_at])
       }
-      await client.query('COMMIT')
+      if (transaction) await client.query('COMMIT')
       this.counts.commits++
       this.counts.stored += inserted
       this.counts.duplicates += p.length - inserted

@@ -52,6 +52,8 @@ export class MqttSession extends EventEmitter<{ state: [SessionState] }> {
   private pingOutstandingSince = 0
   private current: SessionState = 'connecting'
   private onMessage: (d: Delivery) => void = () => {}
+  private acks: number[] | null = null
+  private acksSocket: net.Socket | null = null
   /** Connections made, for /health and tests. */
   connections = 0
 
@@ -157,12 +159,12 @@ export class MqttSession extends EventEmitter<{ state: [SessionState] }> {
       case 'publish': {
         const qos = packet.qos
         const id = packet.messageId
-        let acked = qos === 0
+        let acked = qos === 0 || id === undefined
         const ack = (): void => {
-          if (acked) return
+          if (acked || id === undefined) return
           acked = true
           if (generation !== this.generation || socket.destroyed) return
-          socket.write(mqttPacket.generate({ cmd: 'puback', messageId: id, reasonCode: 0 }, OPTS))
+          this.queueAck(socket, id)
         }
         if (qos === 2) {
           // Subscribed with QoS 1, the broker never sends QoS 2; if one does, it is refused rather than half handled.
@@ -182,6 +184,29 @@ export class MqttSession extends EventEmitter<{ state: [SessionState] }> {
         break
       default:
     }
+  }
+
+  /**
+   * The messages of a group are acknowledged together (one after another in one turn): their PUBACKs leave in one
+   * write at the end of the turn instead of a system call each.
+   */
+  private queueAck (socket: net.Socket, id: number): void {
+    if (this.acks === null || this.acksSocket !== socket) {
+      this.flushAcks()
+      this.acks = []
+      this.acksSocket = socket
+      setImmediate(() => { this.flushAcks() })
+    }
+    this.acks.push(id)
+  }
+
+  private flushAcks (): void {
+    const ids = this.acks
+    const socket = this.acksSocket
+    this.acks = null
+    this.acksSocket = null
+    if (ids === null || socket === null || socket.destroyed || ids.length === 0) return
+    socket.write(Buffer.concat(ids.map(id => mqttPacket.generate({ cmd: 'puback', messageId: id, reasonCode: 0 }, OPTS))))
   }
 
   private messageId (): number {

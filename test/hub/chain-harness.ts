@@ -2,68 +2,21 @@
 // instances as separate processes (`hr-relay hub start`, so that one can be killed with SIGKILL), and boxes (real
 // relay services with an upstream to the broker, each through a TcpProxy that can cut it off). What a box
 // acknowledged is what its pipeline answered `stored`; the hub must end up holding exactly that.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
 import { chainBoxPrefix } from '../../firmware-protocol/upstream.ts'
-import { BIN } from '../helpers/cli.ts'
+import { HubProcess } from '../helpers/hub-process.ts'
 import { Mosquitto } from '../helpers/mosquitto.ts'
 import { Postgres } from '../helpers/postgres.ts'
-import { stopChild, untilReady } from '../helpers/processes.ts'
 import { startTestService, type TestService } from '../helpers/service.ts'
 import { TcpProxy } from '../helpers/tcp-proxy.ts'
 
 interface Tap { teardown (fn: () => unknown): void }
 
 export const ROOT = 'chain-test/v1'
-
-export class HubProcess {
-  child: ChildProcess | null = null
-  url = ''
-  lines: string[] = []
-  stderr = ''
-
-  constructor (readonly configFile: string, readonly clientId: string) {}
-
-  /** Starts the instance; resolves once it has subscribed at the broker (its own log line). */
-  async start (): Promise<void> {
-    const child = spawn(process.execPath, [BIN, 'hub', 'start', '--config', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HR_RELAY_FROM_SOURCE: '1' } })
-    this.child = child
-    child.stderr.on('data', d => { this.stderr += String(d) })
-    let pending = ''
-    const from = this.lines.length
-    await untilReady(child, child.stdout, `hub ${this.clientId}`, () => this.lines.slice(from).some(l => l.includes('"msg":"subscribed at the broker"')), text => {
-      const parts = (pending + text).split('\n')
-      pending = parts.pop() ?? ''
-      for (const line of parts) {
-        this.lines.push(line)
-        const started = /"msg":"hub instance started"/.test(line) ? (JSON.parse(line) as { url?: string }).url : undefined
-        if (typeof started === 'string') this.url = started
-      }
-    }, () => { if (this.child === child) this.child = null })
-  }
-
-  kill (): void { this.child?.kill('SIGKILL'); this.child = null }
-
-  async stop (): Promise<void> {
-    const child = this.child
-    if (child === null) return
-    this.child = null
-    await stopChild(child, 'SIGTERM')
-  }
-
-  /** Waits for the next 'subscribed at the broker' line after `from` lines (a reconnection). */
-  async subscribedAgain (from: number, ms = 60_000): Promise<void> {
-    const end = Date.now() + ms
-    while (!this.lines.slice(from).some(l => l.includes('"subscribed at the broker"'))) {
-      if (Date.now() > end) throw new Error(`hub ${this.clientId} did not subscribe again:\n${this.lines.slice(from).join('\n')}`)
-      await delay(50)
-    }
-  }
-}
 
 export interface Box { id: string, service: TestService, proxy: TcpProxy, profiles: string[], next: number }
 

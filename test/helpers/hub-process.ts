@@ -1,0 +1,54 @@
+// A hub instance as a separate process (`hr-relay hub start --config FILE`), as an operator runs it, so that a
+// test or a benchmark can kill it with SIGKILL. Its JSON log lines are kept; it is ready once it has subscribed.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { setTimeout as delay } from 'node:timers/promises'
+import { BIN } from './cli.ts'
+import { stopChild, untilReady } from './processes.ts'
+
+export class HubProcess {
+  child: ChildProcess | null = null
+  url = ''
+  lines: string[] = []
+  stderr = ''
+
+  /** `env` is added to this process's environment; by default the hub runs from the TypeScript sources. */
+  constructor (readonly configFile: string, readonly clientId: string, private readonly env: Record<string, string> = { HR_RELAY_FROM_SOURCE: '1' }) {}
+
+  get pid (): number { return this.child?.pid ?? -1 }
+
+  /** Starts the instance; resolves once it has subscribed at the broker (its own log line). */
+  async start (): Promise<void> {
+    const child = spawn(process.execPath, [BIN, 'hub', 'start', '--config', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.env } })
+    this.child = child
+    child.stderr.on('data', d => { this.stderr += String(d) })
+    let pending = ''
+    const from = this.lines.length
+    await untilReady(child, child.stdout, `hub ${this.clientId}`, () => this.lines.slice(from).some(l => l.includes('"msg":"subscribed at the broker"')), text => {
+      const parts = (pending + text).split('\n')
+      pending = parts.pop() ?? ''
+      for (const line of parts) {
+        this.lines.push(line)
+        const started = /"msg":"hub instance started"/.test(line) ? (JSON.parse(line) as { url?: string }).url : undefined
+        if (typeof started === 'string') this.url = started
+      }
+    }, () => { if (this.child === child) this.child = null })
+  }
+
+  kill (): void { this.child?.kill('SIGKILL'); this.child = null }
+
+  async stop (): Promise<void> {
+    const child = this.child
+    if (child === null) return
+    this.child = null
+    await stopChild(child, 'SIGTERM')
+  }
+
+  /** Waits for the next 'subscribed at the broker' line after `from` lines (a reconnection). */
+  async subscribedAgain (from: number, ms = 60_000): Promise<void> {
+    const end = Date.now() + ms
+    while (!this.lines.slice(from).some(l => l.includes('"subscribed at the broker"'))) {
+      if (Date.now() > end) throw new Error(`hub ${this.clientId} did not subscribe again:\n${this.lines.slice(from).join('\n')}`)
+      await delay(50)
+    }
+  }
+}
