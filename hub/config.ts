@@ -20,6 +20,7 @@ export const HubConfigSchema = Type.Object({
     topic_root: Str('where the chain\'s topics start; a box publishes under <topic_root>/boxes/<box_id>', { default: 'hr-relay-chain/v1', pattern: '^[^#+]+$' }),
     share_group: Str('the shared subscription group of the hub\'s instances', { default: 'hr-relay-hub', pattern: '^[^/#+]+$' }),
     keepalive_s: Type.Integer({ minimum: 5, maximum: 600, default: 30 }),
+    clean_start: Type.Boolean({ default: false, description: 'false: a persistent session, which the broker keeps (with its queue) until the instance returns (Mosquitto); true: a session that ends with the connection, for a broker that sends a departed member\'s unacknowledged shared-subscription messages to the other members (EMQX)' }),
     receive_maximum: Type.Integer({ minimum: 1, maximum: 65535, default: 1000, description: 'QoS 1 messages the broker may send before their acknowledgement: the largest batch' })
   }, { additionalProperties: false }),
   http: Type.Object({

@@ -22,6 +22,7 @@ export class HubIngest {
       clientId: config.client_id,
       keepaliveS: config.keepalive_s,
       receiveMaximum: config.receive_maximum,
+      cleanStart: config.clean_start,
       subscriptions: filters,
       log: log.child({ component: 'hub-mqtt' })
     })

@@ -5,7 +5,8 @@
 // PUBACK is sent whenever `ack` is called.
 //
 // - A persistent session: clean start off and the longest session expiry, with the same client id across
-//   restarts, so that the broker queues what arrives while the instance is away [MQTT-3.1.2-4, 3.1.2.11.2].
+//   restarts, so that the broker queues what arrives while the instance is away [MQTT-3.1.2-4, 3.1.2.11.2]; or,
+//   with cleanStart, a session that ends with the connection (for brokers that redispatch, docs/scaling.md).
 // - SUBSCRIBE on every connection, also when the broker reports the session present: Mosquitto 2.0 restores a
 //   persistent session after its own restart without the session's shared subscriptions.
 // - Receive Maximum bounds the unacknowledged QoS 1 messages the broker sends [MQTT-3.3.4-9], and so the batch.
@@ -24,6 +25,8 @@ export interface MqttSessionOptions {
   clientId: string
   keepaliveS: number
   receiveMaximum: number
+  /** A session that ends with the connection (docs/scaling.md: brokers that redispatch shared messages); default persistent. */
+  cleanStart?: boolean
   /** Topic filters subscribed with QoS 1 on every connection. */
   subscriptions: string[]
   log: Logger
@@ -107,12 +110,12 @@ export class MqttSession extends EventEmitter<{ state: [SessionState] }> {
         cmd: 'connect',
         protocolId: 'MQTT',
         protocolVersion: 5,
-        clean: false,
+        clean: this.o.cleanStart === true,
         clientId: this.o.clientId,
         keepalive: this.o.keepaliveS,
         ...(this.o.username === undefined ? {} : { username: this.o.username }),
         ...(this.o.password === undefined ? {} : { password: Buffer.from(this.o.password) }),
-        properties: { sessionExpiryInterval: SESSION_EXPIRY, receiveMaximum: this.o.receiveMaximum }
+        properties: { sessionExpiryInterval: this.o.cleanStart === true ? 0 : SESSION_EXPIRY, receiveMaximum: this.o.receiveMaximum }
       }, OPTS))
     })
     socket.on('data', chunk => { parser.parse(chunk) })
