@@ -273,7 +273,9 @@ export class Pipeline implements Ingest {
     for (const it of items) next.items.push(it)
     const base = next.plan ?? this.inflight?.plan
     if (!plannable || base === undefined) { next.plan = undefined; return }
-    const more = await planOnTop(this.groupEnv, items, base)
+    let more: Plan | undefined
+    // A plan on top that fails (its store read met the database closed by a rewrite) is made afresh at the write.
+    try { more = await planOnTop(this.groupEnv, items, base) } catch { more = undefined }
     if (more === undefined) next.plan = undefined
     else if (next.plan === undefined) next.plan = more
     else next.plan.absorb(more)
@@ -287,12 +289,20 @@ export class Pipeline implements Ingest {
       if (kept.length !== group.items.length) { group.items = kept; group.plan = undefined }
       if (kept.length === 0) return
     }
-    let planned: Plan
-    try {
-      planned = await plan(this.groupEnv, group)
-    } catch (err) {
-      this.failed(group, err)
-      return
+    let planned: Plan | undefined
+    for (let busy = 0; planned === undefined; busy++) {
+      try {
+        planned = await plan(this.groupEnv, group)
+      } catch (err) {
+        // The store closed by a rewrite for a moment: planned again once it is open (a few times at most).
+        if (storageFailure(err) === 'busy' && this.o.storeSettled !== undefined && busy < 20) {
+          group.plan = undefined
+          await this.o.storeSettled()
+          continue
+        }
+        this.failed(group, err)
+        return
+      }
     }
     this.inflight = append(this.groupEnv, group, planned)
   }

@@ -153,8 +153,11 @@ t.test('readings that arrive while the store is rewritten get their answer, none
   const results: Array<Promise<string>> = []
   // One reading per turn of the event loop for as long as the rewrite runs (it closes the database while it
   // swaps it): a member's (known to the pipeline, no store read) and a profile id nobody has (read each time).
+  // The readings' caches are emptied each turn, so that planning each group reads the member's latest reading
+  // from the store too (as after an erasure, which resets them).
   const feed = (async () => {
     while (rewriting) {
+      s.service.services.readings.resetCaches()
       results.push(pipeline.submit({ profile_id: pid, measured_at: base + n, heart_rate: 70, source: 'http' }).then(r => r.status, (err: Error) => `failed: ${err.message}`))
       results.push(pipeline.submit({ profile_id: `nobody-${n}`, measured_at: base + n, heart_rate: 70, source: 'http' }).then(r => r.status === 'dropped' ? r.reason : r.status, (err: Error) => `failed: ${err.message}`))
       n++
@@ -170,4 +173,25 @@ t.test('readings that arrive while the store is rewritten get their answer, none
   for (const x of statuses) counts[x] = (counts[x] ?? 0) + 1
   t.same(counts, { stored: statuses.length / 2, unknown_profile: statuses.length / 2 }, 'each stored or refused as unknown, none failed')
   t.equal((await s.service.services.readings.latest(pid))?.measured_at, base + n - 1, 'the last one is the latest')
+})
+
+t.test('a reading whose group is planned while the rewrite has the database closed is stored once it reopens', async t => {
+  const s = await startTestService(t)
+  const pid = await s.user('plannedwhileclosed')
+  const { pipeline, readings, store } = s.service.services
+  const at = Date.now() - 60_000
+  t.equal((await pipeline.submit({ profile_id: pid, measured_at: at - 1000, heart_rate: 70, source: 'http' })).status, 'stored')
+  const rewriting = rewriteStore(store)
+  // Waits, turn by turn, for the moment the rewrite has closed the database to swap it.
+  let closedSeen = false
+  let done = false
+  void rewriting.finally(() => { done = true })
+  while (!done && !(closedSeen = store.db.status === 'closed' || store.db.status === 'closing')) await new Promise(resolve => setImmediate(resolve))
+  t.ok(closedSeen, 'the database was seen closed during the rewrite')
+  // No group in flight and nothing cached: planning this reading's group reads its member's latest from the store.
+  readings.resetCaches()
+  const answer = pipeline.submit({ profile_id: pid, measured_at: at, heart_rate: 71, source: 'http' }).then(r => r.status, (err: Error) => `failed: ${err.message}`)
+  await rewriting
+  t.equal(await answer, 'stored')
+  t.equal((await readings.latest(pid))?.measured_at, at)
 })
