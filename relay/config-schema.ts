@@ -145,7 +145,11 @@ export const ConfigSchema = Section({
     client_id: Type.Optional(Type.String()),
     topic_prefix: Type.String({ default: 'hr-relay/v1' }),
     queue_max: Type.Integer({ minimum: 1, default: 1000000, description: 'readings kept while the upstream is unreachable; the oldest are dropped past this' })
-  }))
+  })),
+  chain: Type.Optional(Section({
+    box_id: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,64}$', description: 'this box in its chain; upstream.topic_prefix becomes <topic_root>/boxes/<box_id> (docs/hub.md)' }),
+    topic_root: Type.String({ minLength: 1, pattern: '^[^#+]+$', default: 'hr-relay-chain/v1', description: 'the chain hub\'s mqtt.topic_root' })
+  }, { description: 'The chain of gyms this box belongs to: its readings go to the hub under its box id (docs/hub.md)' }))
 }, { $id: 'https://hr-relay.local/config.schema.json' })
 
 /**

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises'
 import { Ajv } from 'ajv'
 import { CONFIG_SCHEMA, type Config } from './config-schema.ts'
 import { relayErrorMessage } from './error-codes.ts'
+import { chainBoxPrefix } from '../firmware-protocol/upstream.ts'
 
 /** The validated configuration: its type is derived from the schema (relay/config-schema.ts). */
 export type { Config }
@@ -48,7 +49,24 @@ export function validateConfig (input: unknown, source = 'configuration'): Confi
   if (tls.length > 0) throw new ConfigError(source, tls)
   const adapters = bleAdapterProblems(config.ble)
   if (adapters.length > 0) throw new ConfigError(source, adapters)
+  const chain = chainRules(config, input as { upstream?: { topic_prefix?: unknown } })
+  if (chain.length > 0) throw new ConfigError(source, chain)
   return config
+}
+
+/**
+ * A box in a chain forwards to the hub under `<chain.topic_root>/boxes/<chain.box_id>`: that is its upstream's topic
+ * prefix, set here; a different prefix written by hand would send its readings where the hub does not read.
+ */
+function chainRules (config: Config, raw: { upstream?: { topic_prefix?: unknown } }): string[] {
+  const chain = config.chain
+  if (chain === undefined) return []
+  if (config.upstream === undefined) return ['chain: needs upstream (the broker of the chain, docs/hub.md)']
+  const prefix = chainBoxPrefix(chain.topic_root, chain.box_id)
+  const given = raw.upstream?.topic_prefix
+  if (given !== undefined && given !== prefix) return [`upstream.topic_prefix: must be ${prefix} for chain.box_id ${chain.box_id}, or left out`]
+  config.upstream.topic_prefix = prefix
+  return []
 }
 
 /** What TLS on the LAN needs beyond the schema: the redirect only with TLS, and no http:// public URL under TLS. */

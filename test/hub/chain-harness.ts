@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
-import { chainBoxPrefix } from '../../firmware-protocol/upstream.ts'
 import { HubProcess } from '../helpers/hub-process.ts'
 import { Mosquitto } from '../helpers/mosquitto.ts'
 import { Postgres } from '../helpers/postgres.ts'
@@ -46,7 +45,7 @@ export class Chain {
     for (let i = 0; i < options.boxes; i++) {
       const id = `gym-${String.fromCharCode(97 + i)}`
       const proxy = await TcpProxy.create(t, broker.port)
-      const service = await startTestService(t, { upstream: { url: proxy.url, client_id: `box-${id}`, topic_prefix: chainBoxPrefix(ROOT, id) } })
+      const service = await startTestService(t, { chain: { box_id: id, topic_root: ROOT }, upstream: { url: proxy.url, client_id: `box-${id}` } })
       const profiles: string[] = []
       for (let m = 0; m < options.membersPerBox; m++) profiles.push(await service.user(`member${m}${id.replace('-', '')}`))
       boxes.push({ id, service, proxy, profiles, next: Date.now() - 3_600_000 })

@@ -158,3 +158,16 @@ t.test('ant: a stick per entry, baud rate 115200 by default; a bad network key i
   t.same(problems({ ant: [{ path: '/dev/ttyUSB0', network_key: 1234567890123456 }] }), ['ant.0.network_key: must be string'])
   t.same(problems({ ant: [{ network_key: '0123456789abcdef', baud: 9600 }] }), ["ant.0: must have required property 'path'", "ant.0: must NOT have additional properties 'baud'"])
 })
+
+t.test('chain: the box id sets the upstream topic prefix; it needs an upstream; another prefix is refused', async t => {
+  const up = { url: 'mqtts://broker.example.org:8883' }
+  t.equal(validateConfig({ chain: { box_id: 'gym-a' }, upstream: up }).upstream?.topic_prefix, 'hr-relay-chain/v1/boxes/gym-a')
+  t.equal(validateConfig({ chain: { box_id: 'gym-a', topic_root: 'acme/hr/' }, upstream: up }).upstream?.topic_prefix, 'acme/hr/boxes/gym-a')
+  t.equal(validateConfig({ chain: { box_id: 'gym-a' }, upstream: { ...up, topic_prefix: 'hr-relay-chain/v1/boxes/gym-a' } }).upstream?.topic_prefix, 'hr-relay-chain/v1/boxes/gym-a', 'the same prefix written out is accepted')
+  t.equal(validateConfig({ upstream: up }).upstream?.topic_prefix, 'hr-relay/v1', 'no chain: the upstream default is unchanged')
+  const problems = (input: unknown): string[] => { try { validateConfig(input); return [] } catch (err) { return (err as ConfigError).problems } }
+  t.same(problems({ chain: { box_id: 'gym-a' } }), ['chain: needs upstream (the broker of the chain, docs/hub.md)'])
+  t.same(problems({ chain: { box_id: 'gym-a' }, upstream: { ...up, topic_prefix: 'gyms/a' } }), ['upstream.topic_prefix: must be hr-relay-chain/v1/boxes/gym-a for chain.box_id gym-a, or left out'])
+  t.same(problems({ chain: { box_id: 'gym/a' }, upstream: up }), ['chain.box_id: must match pattern "^[A-Za-z0-9._:-]{1,64}$"'])
+  t.same(problems({ chain: {}, upstream: up }), ["chain: must have required property 'box_id'"])
+})
