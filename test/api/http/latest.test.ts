@@ -52,12 +52,18 @@ async function exchange (url: string, requests: Req[], pipelined = false): Promi
   return answers
 }
 
-/** The Date line Node writes, checked apart (it is the clock's): the current second, in RFC 9110's IMF-fixdate. */
+/**
+ * The Date line Node writes, checked apart (it is the clock's), in RFC 9110's IMF-fixdate. Node keeps the formatted
+ * date for the rest of its second and drops it on a timer; on a loaded machine that timer runs late, so the date
+ * may trail the exchange by a few seconds (CI beside a CPU hog saw one second). It is never later than the answer.
+ */
+const DATE_LAG_MS = 5000
+
 function withoutDate (t: Test, answer: Raw, sentAt: number): string[] {
   const date = answer.lines.find(l => l.startsWith('Date: '))?.slice(6) ?? ''
   t.match(date, /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$/)
   const at = Date.parse(date)
-  t.ok(at >= Math.floor(sentAt / 1000) * 1000 && at <= Date.now(), `Date ${date} is a second of the exchange`)
+  t.ok(at >= Math.floor(sentAt / 1000) * 1000 - DATE_LAG_MS && at <= Date.now(), `Date ${date} is the exchange's time (within ${DATE_LAG_MS / 1000} s)`)
   return answer.lines.map(l => l.startsWith('Date: ') ? 'Date: <now>' : l)
 }
 
