@@ -27,6 +27,22 @@ async function started (t: Teardownable, world: Awaited<ReturnType<typeof startB
 const via = (source: BleSource, address: string): string | undefined =>
   source.diagnostics().links.find(l => l.address === address && l.connected)?.adapter
 
+/**
+ * Runs `add` (which adds a strap to the emulator) when the source next reports a sighting of `known`: sightings are
+ * reported after every adapter of a rescan was scanned, so the strap is in every adapter's list at the next scan.
+ */
+async function addBetweenScans<T> (sink: RecordingSink, known: string, add: () => T): Promise<T> {
+  const report = sink.device.bind(sink)
+  return await new Promise<T>(resolve => {
+    sink.device = sighting => {
+      report(sighting)
+      if (sighting.device_id !== known) return
+      sink.device = report
+      resolve(add())
+    }
+  })
+}
+
 /** Sends one reading each time the strap subscribes through `adapter` (the relay then has had its first notification). */
 function answerOn (strap: EmulatedStrap, adapter: string, bpm: number): void {
   strap.on('subscribed', () => { if (strap.connectedVia === adapter) strap.sendHeartRate({ heart_rate: bpm }) })
@@ -64,7 +80,9 @@ t.test('an adapter that refuses while it holds links is full for the hold time; 
   const { sink, source, lines } = await started(t, world, { adapters: TWO, now: () => now })
   await sink.waitFor('A and B connected', () => source.status().connected === 2)
   t.same([a.connectedVia, b.connectedVia], ['hci0', 'hci0'])
-  const c = world.emulator.addStrap({ address: C, rssiAt: { hci1: -80 }, rssi: -50 })
+  // C appears between two scans (while a scan reports A): the next scan hears it through both adapters. Added at
+  // an arbitrary moment, it could appear after hci0's scan and before hci1's, and be heard (and taken) by hci1 alone.
+  const c = await addBetweenScans(sink, A, () => world.emulator.addStrap({ address: C, rssiAt: { hci1: -80 }, rssi: -50 }))
   answerOn(c, 'hci1', 66)
   await sink.waitFor('C connected', () => source.status().connected === 3)
   t.equal(c.connectedVia, 'hci1')
@@ -78,7 +96,7 @@ t.test('an adapter that refuses while it holds links is full for the hold time; 
   await sink.waitFor('C reading', () => sink.readingsOf(C).length === 1)
   t.equal(sink.readingsOf(C)[0]?.heart_rate, 66)
   // A fourth strap while hci0 is held full: straight to hci1, no attempt through hci0.
-  const d = world.emulator.addStrap({ address: D, rssiAt: { hci1: -80 }, rssi: -50 })
+  const d = await addBetweenScans(sink, A, () => world.emulator.addStrap({ address: D, rssiAt: { hci1: -80 }, rssi: -50 }))
   await sink.waitFor('D connected', () => source.status().connected === 4)
   t.same([d.connectedVia, d.connectCalls], ['hci1', 1])
   now += 30_000
