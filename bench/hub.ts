@@ -4,16 +4,11 @@
 // the CPU per reading of a hub instance; and the readings lost when one instance is killed with SIGKILL during a
 // stream and started again. The p99 from a box's acknowledgement to a hub WebSocket needs the hub's API (not yet
 // built, docs/hub.md) and is not measured.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { HubProcess } from '../test/helpers/hub-process.ts'
-import { Mosquitto } from '../test/helpers/mosquitto.ts'
-import { Postgres } from '../test/helpers/postgres.ts'
+import { startHubChain } from '../test/helpers/hub-process.ts'
 import { cpuOf, ticksPerSecond } from './lib/cpu.ts'
 import { BenchFailure } from './lib/errors.ts'
 import { Worker } from './lib/proc.ts'
@@ -71,22 +66,8 @@ export const hubScenario: Scenario = {
     const seconds = ctx.quick ? 2 : 15
     const boxes = ctx.quick ? 10 : 100
     try {
-      const server = await Postgres.create(t)
-      await server.start()
-      const url = await server.createDatabase('hub')
-      const broker = await Mosquitto.create(t)
-      await broker.start()
-      const dir = await mkdtemp(join(tmpdir(), 'hr-relay-bench-hub-'))
-      t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
-      const hubs: HubProcess[] = []
-      for (const i of [0, 1]) {
-        const file = join(dir, `hub-${i}.json`)
-        await writeFile(file, JSON.stringify({ log_level: 'info', postgres: { url }, mqtt: { url: broker.url, client_id: `bench-hub-${i}`, topic_root: ROOT }, http: { port: 0 } }))
-        // Through bin/hr-relay.cjs as installed: the compiled dist/ when it is current.
-        hubs.push(new HubProcess(file, `bench-hub-${i}`, {}))
-      }
-      t.teardown(async () => { for (const h of hubs) await h.stop() })
-      await Promise.all(hubs.map(async h => { await h.start() }))
+      // The instances run through bin/hr-relay.cjs as installed: the compiled dist/ when it is current.
+      const { dbUrl: url, broker, hubs } = await startHubChain(t, { instances: 2, clientIdPrefix: 'bench-hub', topicRoot: ROOT, env: {} })
       const db = new pg.Pool({ connectionString: url, max: 2 })
       db.on('error', () => {})
       t.teardown(async () => { await db.end() })

@@ -9,7 +9,7 @@ import { serve } from '../lib/proc.ts'
 const WINDOW = 32
 const TICK_MS = 10
 
-interface Box { id: string, client: mqtt.MqttClient, profiles: string[], queue: Array<[string, string]>, inflight: number }
+interface Box { id: string, prefix: string, client: mqtt.MqttClient, profiles: string[], queue: Array<[string, string]>, inflight: number }
 
 let boxes: Box[] = []
 let acked = 0
@@ -24,7 +24,7 @@ async function connect (o: { url: string, root: string, boxes: number, profilesP
     client.on('error', () => {})
     await new Promise<void>(resolve => { client.once('connect', () => { resolve() }) })
     const profiles = Array.from({ length: o.profilesPerBox }, (_, k) => `p-${i}-${k}`)
-    return { id, client, profiles, queue: [], inflight: 0, prefix: chainBoxPrefix(o.root, id) } as Box & { prefix: string }
+    return { id, prefix: chainBoxPrefix(o.root, id), client, profiles, queue: [], inflight: 0 }
   }))
 }
 
@@ -53,8 +53,7 @@ async function run (o: { ratePerSecond: number, durationS: number }): Promise<{ 
       while (sent < due) {
         const box = boxes[sent % boxes.length]!
         const profile = box.profiles[Math.floor(sent / boxes.length) % box.profiles.length]!
-        const prefix = (box as Box & { prefix: string }).prefix
-        box.queue.push([upstreamTopic(prefix, profile), upstreamPayload({ measured_at: base + seq++, heart_rate: 60 + (sent % 120), source: 'ble' })])
+        box.queue.push([upstreamTopic(box.prefix, profile), upstreamPayload({ measured_at: base + seq++, heart_rate: 60 + (sent % 120), source: 'ble' })])
         sent++
         published++
         pump(box)

@@ -57,8 +57,6 @@ export class MqttSession extends EventEmitter<{ state: [SessionState] }> {
   private onMessage: (d: Delivery) => void = () => {}
   private acks: number[] | null = null
   private acksSocket: net.Socket | null = null
-  /** Connections made, for /health and tests. */
-  connections = 0
 
   constructor (private readonly o: MqttSessionOptions) {
     super()
@@ -142,7 +140,6 @@ export class MqttSession extends EventEmitter<{ state: [SessionState] }> {
           socket.destroy()
           return
         }
-        this.connections++
         this.backoffMs = this.o.reconnectMs ?? 250
         socket.write(mqttPacket.generate({ cmd: 'subscribe', messageId: this.messageId(), subscriptions: this.o.subscriptions.map(topic => ({ topic, qos: 1, nl: false, rap: false, rh: 0 })) }, OPTS))
         this.startPing(socket)

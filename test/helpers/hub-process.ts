@@ -3,6 +3,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as delay } from 'node:timers/promises'
 import { BIN } from './cli.ts'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Mosquitto } from './mosquitto.ts'
+import { Postgres } from './postgres.ts'
 import { stopChild, untilReady } from './processes.ts'
 
 export class HubProcess {
@@ -51,4 +56,42 @@ export class HubProcess {
       await delay(50)
     }
   }
+}
+
+interface Tap { teardown (fn: () => unknown): void }
+
+export interface HubChainOptions {
+  instances: number
+  /** Instance i's mqtt.client_id is `<clientIdPrefix>-<i>`. */
+  clientIdPrefix: string
+  topicRoot: string
+  /** Extra keys of each instance's `mqtt` configuration. */
+  mqtt?: Record<string, unknown>
+  /** The instances' environment (HubProcess's default: the TypeScript sources). */
+  env?: Record<string, string>
+}
+
+/**
+ * What a hub runs on, for a test or a benchmark: a temporary PostgreSQL with a `hub` database, a Mosquitto with
+ * persistence, and `instances` hub instances configured on them, all started together (the migrations' advisory
+ * lock lets one apply them). Everything stops and is removed at `t`'s teardown.
+ */
+export async function startHubChain (t: Tap, o: HubChainOptions): Promise<{ postgres: Postgres, dbUrl: string, broker: Mosquitto, hubs: HubProcess[] }> {
+  const postgres = await Postgres.create(t)
+  await postgres.start()
+  const dbUrl = await postgres.createDatabase('hub')
+  const broker = await Mosquitto.create(t)
+  await broker.start()
+  const dir = await mkdtemp(join(tmpdir(), 'hr-relay-hubcfg-'))
+  t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
+  const hubs: HubProcess[] = []
+  for (let i = 0; i < o.instances; i++) {
+    const file = join(dir, `hub-${i}.json`)
+    const clientId = `${o.clientIdPrefix}-${i}`
+    await writeFile(file, JSON.stringify({ log_level: 'info', postgres: { url: dbUrl }, mqtt: { url: broker.url, client_id: clientId, topic_root: o.topicRoot, ...o.mqtt }, http: { port: 0 } }))
+    hubs.push(o.env === undefined ? new HubProcess(file, clientId) : new HubProcess(file, clientId, o.env))
+  }
+  t.teardown(async () => { for (const h of hubs) await h.stop() })
+  await Promise.all(hubs.map(async h => { await h.start() }))
+  return { postgres, dbUrl, broker, hubs }
 }

@@ -2,14 +2,11 @@
 // instances as separate processes (`hr-relay hub start`, so that one can be killed with SIGKILL), and boxes (real
 // relay services with an upstream to the broker, each through a TcpProxy that can cut it off). What a box
 // acknowledged is what its pipeline answered `stored`; the hub must end up holding exactly that.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
-import { HubProcess } from '../helpers/hub-process.ts'
-import { Mosquitto } from '../helpers/mosquitto.ts'
-import { Postgres } from '../helpers/postgres.ts'
+import { startHubChain, type HubProcess } from '../helpers/hub-process.ts'
+import type { Mosquitto } from '../helpers/mosquitto.ts'
+import type { Postgres } from '../helpers/postgres.ts'
 import { startTestService, type TestService } from '../helpers/service.ts'
 import { TcpProxy } from '../helpers/tcp-proxy.ts'
 
@@ -24,23 +21,7 @@ export class Chain {
   private constructor (readonly pg: Postgres, readonly broker: Mosquitto, readonly dbUrl: string, readonly hubs: HubProcess[], readonly boxes: Box[], readonly db: pg.Pool) {}
 
   static async create (t: Tap, options: { hubs: number, boxes: number, membersPerBox: number }): Promise<Chain> {
-    const postgres = await Postgres.create(t)
-    await postgres.start()
-    const dbUrl = await postgres.createDatabase('hub')
-    const broker = await Mosquitto.create(t)
-    await broker.start()
-    const dir = await mkdtemp(join(tmpdir(), 'hr-relay-hubcfg-'))
-    t.teardown(async () => { await rm(dir, { recursive: true, force: true }) })
-    const hubs: HubProcess[] = []
-    for (let i = 0; i < options.hubs; i++) {
-      const file = join(dir, `hub-${i}.json`)
-      const clientId = `hub-test-${i}`
-      await writeFile(file, JSON.stringify({ log_level: 'info', postgres: { url: dbUrl }, mqtt: { url: broker.url, client_id: clientId, topic_root: ROOT, keepalive_s: 5 }, http: { port: 0 } }))
-      hubs.push(new HubProcess(file, clientId))
-    }
-    t.teardown(async () => { for (const h of hubs) await h.stop() })
-    // The instances start together: the migrations' advisory lock lets one apply them.
-    await Promise.all(hubs.map(async h => { await h.start() }))
+    const { postgres, dbUrl, broker, hubs } = await startHubChain(t, { instances: options.hubs, clientIdPrefix: 'hub-test', topicRoot: ROOT, mqtt: { keepalive_s: 5 } })
     const boxes: Box[] = []
     for (let i = 0; i < options.boxes; i++) {
       const id = `gym-${String.fromCharCode(97 + i)}`

@@ -55,7 +55,7 @@ async function exchange (url: string, requests: Req[], pipelined = false): Promi
 /**
  * The Date line Node writes, checked apart (it is the clock's), in RFC 9110's IMF-fixdate. Node keeps the formatted
  * date for the rest of its second and drops it on a timer; on a loaded machine that timer runs late, so the date
- * may trail the exchange by a few seconds (CI beside a CPU hog saw one second). It is never later than the answer.
+ * may trail the exchange by a few seconds. It is never later than the answer.
  */
 const DATE_LAG_MS = 5000
 
