@@ -8,7 +8,7 @@ import { adminPlugin } from './admin.ts'
 import { dataPlugin } from './data.ts'
 import { historyPlugin } from './history.ts'
 import { sessionsPlugin } from './sessions.ts'
-import { realtimePlugin } from './realtime.ts'
+import { realtimePlugin, widgetStreamPlugin } from './realtime.ts'
 import { statisticsPlugin } from './statistics.ts'
 import { widgetsPlugin } from './widgets.ts'
 import { profilePlugin } from './profile.ts'
@@ -31,6 +31,7 @@ export const apiFeatures: Array<FastifyPluginAsync<Services>> = [
   historyPlugin,
   sessionsPlugin,
   realtimePlugin,
+  widgetStreamPlugin,
   statisticsPlugin,
   widgetsPlugin,
   profilePlugin,

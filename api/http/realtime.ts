@@ -1,5 +1,6 @@
-// WebSocket /api/v1/data/real_time (spec 4.2) and the token-less overlay
-// stream /widgets/<widget_id>/stream whose capability is the widget id.
+// WebSocket /api/v1/data/real_time (spec 4.2), and the token-less overlay
+// stream /widgets/<widget_id>/stream whose capability is the widget id (two
+// plugins: the hub serves the first and has no widgets).
 // Authentication runs in the route's onRequest hook, so a bad token is
 // answered with the HTTP status and JSON error body instead of an upgrade.
 // Messages: `{"measured_at": ..., "data": {"heart_rate": ...}}`, or the bare
@@ -51,11 +52,11 @@ export function streamProfile (uses: StreamUses, socket: WebSocket, profileId: s
 
 const modeQuery = Type.Object({ response_mode: Type.Optional(Type.String()), access_token: Type.Optional(Type.String()) })
 
-/** What the streams use: the guard's token store and limit, the live hub and the widgets of the overlay stream. */
-export type RealtimeUses = GuardUses & StreamUses & Pick<Services, 'widgets'>
+/** What the real-time stream uses: the guard's token store and limit, and the live hub. */
+export type RealtimeUses = GuardUses & StreamUses
 
 export const realtimePlugin: FastifyPluginAsyncTypebox<RealtimeUses> = async (app, uses) => {
-  const { tokens, widgets } = uses
+  const { tokens } = uses
   const auth = guard(uses, { scope: 'data:heart_rate:read', query: true })
   app.get('/api/v1/data/real_time', {
     websocket: true,
@@ -71,7 +72,13 @@ export const realtimePlugin: FastifyPluginAsyncTypebox<RealtimeUses> = async (ap
     if (auth === undefined) { stream.close(1008, 'token revoked'); return }
     bindToToken(stream, tokens, auth.digest, auth.record.expires_at)
   })
+}
 
+/** What the overlay stream uses: the live hub and the widgets (a box's; the hub serves no widgets). */
+export type WidgetStreamUses = StreamUses & Pick<Services, 'widgets'>
+
+export const widgetStreamPlugin: FastifyPluginAsyncTypebox<WidgetStreamUses> = async (app, uses) => {
+  const { widgets } = uses
   // The public overlay stream of a widget (the web pages use it). Unknown or deleted widget: 404 JSON.
   app.get('/widgets/:widget_id/stream', {
     websocket: true,

@@ -12,18 +12,28 @@ import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
 import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
+import type { Store } from '../store/db.ts'
 
 // http.redirect_port's listener, built by the composition root beside the server.
 export { startRedirect, stopRedirect } from './redirect.ts'
 
-export interface ServerOptions {
+/**
+ * What the server itself uses of the services: the log, the API settings and the sources' health, and the box's
+ * LevelDB store when there is one (the audit log and sign-in sessions are kept in it). The hub (hub/api.ts)
+ * builds its server without one: it serves only features that use the store interfaces.
+ */
+export interface ServerServices extends Pick<Services, 'log' | 'config' | 'health'> {
+  store?: Store
+}
+
+export interface ServerOptions<S extends ServerServices = Services> {
   /** Largest request body accepted (bytes). */
   bodyLimit?: number
   /**
    * Feature plugins, registered in order after the shared ones, each with the services as its options:
    * a feature's options type names the services it uses.
    */
-  features: Array<FastifyPluginAsync<Services>>
+  features: Array<FastifyPluginAsync<S>>
   /** Serve /admin and /operator to non-loopback peers too (http.admin_remote). Default false. */
   adminRemote?: boolean
   /** http.headers_timeout_ms, request_timeout_ms, keep_alive_timeout_ms. */
@@ -32,6 +42,8 @@ export interface ServerOptions {
   connections?: ConnectionLimits
   /** http.tls: serve HTTPS (and WSS) with this certificate and key (PEM). */
   tls?: { cert: Buffer, key: Buffer }
+  /** Serve GET /health with the sources' health (default true; the hub registers its own). */
+  healthRoute?: boolean
 }
 
 const DEFAULT_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }
@@ -67,7 +79,7 @@ function storageError (kind: 'full' | 'io' | 'busy', cause: unknown): ApiError {
     : new ApiError('storage_failed', { detail: 'the data store could not write to disk; nothing was stored', cause })
 }
 
-export async function buildServer (services: Services, options: ServerOptions): Promise<FastifyInstance> {
+export async function buildServer<S extends ServerServices> (services: S, options: ServerOptions<S>): Promise<FastifyInstance> {
   const log = services.log.child({ component: 'http' }) as FastifyBaseLogger
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
   // Slow and half-open connections: headers and the whole request must arrive in time (checked every second,
@@ -180,17 +192,22 @@ export async function buildServer (services: Services, options: ServerOptions): 
   await app.register(formbody, { bodyLimit: options.bodyLimit ?? 64 * 1024 })
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } })
 
-  app.get('/health', async () => ({
-    status: 'ok',
-    sources: services.health()
-  }))
+  if (options.healthRoute !== false) {
+    app.get('/health', async () => ({
+      status: 'ok',
+      sources: services.health()
+    }))
+  }
 
-  // The audit log (api/audit/): every change through the admin API and the operator pages, before it is answered.
-  captureAudit(app, services.store, request => auditActor(services, request))
-  // Sign-in sessions survive a restart: loaded from the store, and written through to it (api/oauth/session.ts).
-  const sessions = sessionsOf(services)
-  await sessions.persistIn(services.store)
-  app.addHook('onClose', async () => { await sessions.flushed() })
+  const store = services.store
+  if (store !== undefined) {
+    // The audit log (api/audit/): every change through the admin API and the operator pages, before it is answered.
+    captureAudit(app, store, request => auditActor(services, request))
+    // Sign-in sessions survive a restart: loaded from the store, and written through to it (api/oauth/session.ts).
+    const sessions = sessionsOf(services)
+    await sessions.persistIn(store)
+    app.addHook('onClose', async () => { await sessions.flushed() })
+  }
   for (const feature of options.features) await app.register(feature, services)
   return app
 }

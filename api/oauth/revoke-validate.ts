@@ -27,7 +27,10 @@ const validateResponse = {
  * 401 invalid_client. null when the request names no client at all (the
  * spec's `token`-only call, spec 4.1).
  */
-async function revokingClient (ctx: OAuthContext, request: FastifyRequest, form: FormParams): Promise<ClientRecord | null> {
+/** What revocation and validation use of the OAuth context: clients, tokens and the log (no codes, no sessions). */
+export type RevokeValidateContext = Pick<OAuthContext, 'clients' | 'tokens' | 'log'>
+
+async function revokingClient (ctx: RevokeValidateContext, request: FastifyRequest, form: FormParams): Promise<ClientRecord | null> {
   const header = request.headers.authorization
   const names = (typeof header === 'string' && header.length > 0) || form.get('client_id') !== undefined || form.get('client_secret') !== undefined
   if (!names) return null
@@ -42,14 +45,14 @@ async function revokingClient (ctx: OAuthContext, request: FastifyRequest, form:
  * secret). A confidential client's refresh token (useless without the client
  * secret, and revoking it ends the whole grant) needs that client's authentication.
  */
-async function mayRevoke (ctx: OAuthContext, client: ClientRecord | null, owner: { kind: 'access' | 'refresh', client_id: string }): Promise<boolean> {
+async function mayRevoke (ctx: RevokeValidateContext, client: ClientRecord | null, owner: { kind: 'access' | 'refresh', client_id: string }): Promise<boolean> {
   if (client !== null) return owner.client_id === client.client_id
   if (owner.kind === 'access') return true
   const issuedTo = await ctx.clients.get(owner.client_id)
   return issuedTo !== undefined && issuedTo.secret_hash === null
 }
 
-export function revokeValidateRoutes (app: FastifyInstance, ctx: OAuthContext): void {
+export function revokeValidateRoutes (app: FastifyInstance, ctx: RevokeValidateContext): void {
   app.post('/oauth2/revoke', async (request, reply) => {
     const form = formOf(request)
     const token = form.need('token')
