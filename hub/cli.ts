@@ -2,16 +2,24 @@
 import { parseArgs } from 'node:util'
 import { HubConfigError, loadHubConfig } from './config.ts'
 import { MigrationError } from './migrate.ts'
+import { postgresProblem } from './admin/command.ts'
 
 export const HUB_USAGE = `Usage: hr-relay hub start --config hub.json
+       hr-relay hub admin --config hub.json <command> [--json]
 
   start    run one hub instance: ingest from the chain's broker into PostgreSQL, and its HTTP server
            (the configuration is described in docs/hub.md)
+  admin    the chain's members, straps, apps and boxes, written to PostgreSQL (hr-relay hub admin --help)
 `
 
 export async function runHub (argv: string[]): Promise<number> {
   const [sub, ...rest] = argv
   if (sub === undefined || sub === '--help' || sub === '-h') { process.stdout.write(HUB_USAGE); return sub === undefined ? 2 : 0 }
+  if (sub === 'admin') {
+    const { hubAdminUsage, runHubAdmin } = await import('./admin/cli.ts')
+    if (rest.length === 0 || rest[0] === '--help' || rest[0] === '-h') { process.stdout.write(`Usage:\n${hubAdminUsage()}\n`); return rest.length === 0 ? 2 : 0 }
+    return await runHubAdmin(rest)
+  }
   if (sub !== 'start') { process.stderr.write(`hr-relay hub: unknown command ${sub}\n${HUB_USAGE}`); return 2 }
   let values
   try {
@@ -33,8 +41,8 @@ export async function runHub (argv: string[]): Promise<number> {
     return -1 // keep running
   } catch (err) {
     if (err instanceof HubConfigError || err instanceof MigrationError) { process.stderr.write(`hr-relay hub: ${err.message}\n`); return 1 }
-    const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '28P01' || code === '3D000') { process.stderr.write(`hr-relay hub: cannot use PostgreSQL (postgres.url): ${(err as Error).message}\n`); return 1 }
+    const problem = postgresProblem(err)
+    if (problem !== undefined) { process.stderr.write(`hr-relay hub: ${problem}\n`); return 1 }
     throw err
   }
 }

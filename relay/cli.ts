@@ -16,6 +16,7 @@ ${adminUsage()}
   hr-relay admin ${TLS_USAGE}
   hr-relay sim --help
   hr-relay hub start --config FILE
+  hr-relay hub admin --config FILE user|device|token|client|box ...   (docs/hub.md "Members of the chain")
 `
 }
 
