@@ -26,6 +26,7 @@ import { IGNORED_DATA_KEYS } from './config-schema.ts'
 import { MqttBroker } from './broker/broker.ts'
 import { mqttWebSocketPlugin } from './broker/websocket.ts'
 import { UpstreamBridge } from './upstream.ts'
+import { ChainMembers } from './chain-members.ts'
 import { markRewritePending, rewriteAfterNotice } from '../api/privacy/erase.ts'
 import { ListenError } from './listen-error.ts'
 import { Integrations } from '../api/store/integrations.ts'
@@ -278,6 +279,16 @@ export async function startService (config: Config, options: { logger?: Logger, 
       await homeAssistant.start()
       stack.push(async () => { await homeAssistant.stop() })
       healthSources.push(() => [homeAssistant.health()])
+    }
+
+    // A box in a chain: the chain's members and pairings from the hub (relay/chain-members.ts); an erasure drops its record of them.
+    if (config.chain !== undefined && config.upstream !== undefined) {
+      const chain = new ChainMembers(config.chain, config.upstream, { store, users, devices, erase: services, log })
+      // The bag's own array, which the HTTP features already hold.
+      services.erasureHooks?.push(chain.erasureHook)
+      await chain.start()
+      stack.push(async () => { await chain.stop() })
+      healthSources.push(() => [chain.health()])
     }
 
     // BLE straps (only those paired with a member, or on ble.allow) and serial sensors.

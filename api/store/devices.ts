@@ -6,7 +6,7 @@
 // pipeline's owner resolution, on the hot path) does no I/O.
 import type { Store, Sub } from './db.ts'
 import { timingSafeEqual } from 'node:crypto'
-import { digest, newSecret } from './secrets.ts'
+import { digest, newSecret, verifySecret } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
 
 /** Compared against when the username is unknown, so the answer takes the same time. */
@@ -56,6 +56,8 @@ export class Devices implements DeviceStore {
   private readonly strangers = new Map<string, DeviceState>()
   private readonly removedListeners = new Set<(device: DeviceRecord) => void>()
   private loaded = false
+  /** Per scrypt MQTT digest whose password verified: the SHA-256 of that password (verifyMqtt). */
+  private readonly scryptVerified = new Map<string, Buffer>()
   /** Pairing and unpairing of one device id run one at a time. */
   private readonly lock = new KeyedLock()
 
@@ -119,6 +121,39 @@ export class Devices implements DeviceStore {
     })
   }
 
+  /**
+   * Pairs a device as another store made it (the chain's hub, relay/chain-members.ts): its MQTT username and
+   * password digest as given (`sha256$…` as `add` makes them, or a scrypt digest of api/store/secrets.ts), no
+   * password issued here. A device paired to the same member is replaced; when its kind or MQTT credentials change,
+   * listeners hear the old pairing as removed (the broker ends its connections). Throws InvalidDeviceIdError,
+   * InvalidAntDeviceIdError, or DeviceExistsError when the device is another member's or its MQTT username another
+   * device's.
+   */
+  async putChainDevice (input: DeviceRecord): Promise<DeviceRecord> {
+    return await this.lock.run(normalizeDeviceId(input.device_id), async () => {
+      this.ensureLoaded()
+      if (!DEVICE_ID_RE.test(input.device_id)) throw new InvalidDeviceIdError(input.device_id)
+      if ((input.kind === 'ant' || input.device_id.startsWith('ant:')) && parseAntDeviceId(input.device_id) === undefined) throw new InvalidAntDeviceIdError(input.device_id)
+      const id = normalizeDeviceId(input.device_id)
+      const current = this.byId.get(id)
+      if (current !== undefined && current.profile_id !== input.profile_id) throw new DeviceExistsError(id)
+      const login = input.mqtt_username === undefined ? undefined : this.byMqttUser.get(input.mqtt_username)
+      if (login !== undefined && login.device_id !== id) throw new DeviceExistsError(input.mqtt_username ?? id)
+      const record: DeviceRecord = { device_id: id, profile_id: input.profile_id, kind: input.kind, created_at: input.created_at }
+      if (input.name !== undefined) record.name = input.name
+      if (input.mqtt_username !== undefined) record.mqtt_username = input.mqtt_username
+      if (input.mqtt_password_hash !== undefined) record.mqtt_password_hash = input.mqtt_password_hash
+      if (current !== undefined && JSON.stringify(current) === JSON.stringify(record)) return current
+      await this.store.batch([{ type: 'put', sublevel: this.sub, key: id, value: record }], { sync: true })
+      if (current?.mqtt_username !== undefined) this.byMqttUser.delete(current.mqtt_username)
+      if (current?.mqtt_password_hash !== undefined) this.scryptVerified.delete(current.mqtt_password_hash)
+      this.index(record)
+      const relogin = current !== undefined && (current.kind !== record.kind || current.mqtt_username !== record.mqtt_username || current.mqtt_password_hash !== record.mqtt_password_hash)
+      if (relogin) for (const fn of this.removedListeners) fn(current)
+      return record
+    })
+  }
+
   /** Unpairs a device; returns the removed record or undefined. Listeners hear about it (the broker disconnects it). */
   async remove (deviceId: string): Promise<DeviceRecord | undefined> {
     return await this.lock.run(normalizeDeviceId(deviceId), async () => {
@@ -129,6 +164,7 @@ export class Devices implements DeviceStore {
       await this.store.batch([{ type: 'del', sublevel: this.sub, key: id }], { sync: true })
       this.byId.delete(id)
       if (record.mqtt_username !== undefined) this.byMqttUser.delete(record.mqtt_username)
+      if (record.mqtt_password_hash !== undefined) this.scryptVerified.delete(record.mqtt_password_hash)
       const seen = this.live.get(id)
       if (seen !== undefined) { this.live.delete(id); this.seenStranger(id, seen) }
       for (const fn of this.removedListeners) fn(record)
@@ -162,13 +198,28 @@ export class Devices implements DeviceStore {
     return record.profile_id
   }
 
-  /** Checks MQTT credentials in constant time; an unknown username costs the same as a known one. */
+  /**
+   * Checks MQTT credentials in constant time; an unknown username costs the same as a known one with a `sha256$`
+   * digest. A scrypt digest (a device paired at the chain's hub, putChainDevice) costs scrypt until its password
+   * verified once; then the SHA-256 of that password, kept in memory, answers the device's reconnections.
+   */
   async verifyMqtt (username: string, password: string): Promise<DeviceRecord | undefined> {
     const record = this.byMqttUser.get(username)
     const stored = record?.mqtt_password_hash
+    if (record !== undefined && stored?.startsWith('scrypt$') === true) return await this.verifyScrypt(record, stored, password)
     const expected = stored?.startsWith('sha256$') === true ? Buffer.from(stored.slice(7), 'hex') : UNKNOWN_DEVICE
     const matches = timingSafeEqual(Buffer.from(digest(password), 'hex'), expected)
     return matches && expected !== UNKNOWN_DEVICE ? record : undefined
+  }
+
+  private async verifyScrypt (record: DeviceRecord, stored: string, password: string): Promise<DeviceRecord | undefined> {
+    const given = Buffer.from(digest(password), 'hex')
+    const known = this.scryptVerified.get(stored)
+    if (known !== undefined && timingSafeEqual(given, known)) return record
+    if (!await verifySecret(password, stored)) return undefined
+    // Only while the pairing holds this digest (remove and putChainDevice forget it).
+    if (this.byMqttUser.get(record.mqtt_username ?? '')?.mqtt_password_hash === stored) this.scryptVerified.set(stored, given)
+    return record
   }
 
   /** A source saw a device (fed by `SourceSink.device` and by the broker). */

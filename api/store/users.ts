@@ -1,10 +1,10 @@
 // Users: the people who stream heart rate. profile_id is the public id.
-import type { Store, Sub } from './db.ts'
+import type { BatchOp, Store, Sub } from './db.ts'
 import { dummyVerify, hashSecret, newId, verifySecret } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
 import { apiErrorMessage } from '../error-codes.ts'
 
-import type { ConsentHow, NewUser, PremiumPlan, RoomHidden, UserRecord } from './records.ts'
+import type { ConsentHow, NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
 import type { UserStore } from './types.ts'
 export type { ConsentHow, ConsentRecord, NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
 
@@ -16,6 +16,25 @@ export class UserExistsError extends Error {
 }
 
 const DAY = 86_400_000
+
+/**
+ * A member's account as another store made it (the chain's hub, relay/chain-members.ts): its own profile id and
+ * password digest (api/store/secrets.ts), and the profile fields.
+ */
+export interface ImportedUser {
+  profile_id: string
+  username: string
+  password_hash: string
+  created_at: number
+  display_name?: string
+  age?: number
+  weight_kg?: number
+  sex?: Sex
+  max_heart_rate?: number
+}
+
+/** The profile fields an import sets, or clears when it leaves them out. */
+const PROFILE_FIELDS = ['display_name', 'age', 'weight_kg', 'sex', 'max_heart_rate'] as const
 
 export function premiumActive (user: UserRecord, now = Date.now()): boolean {
   const { plan, expires_at: exp } = user.premium
@@ -87,6 +106,41 @@ export class Users implements UserStore {
         { type: 'put', sublevel: this.byName, key: Users.nameKey(user.username), value: user.profile_id }
       ], { sync: true })
       return user
+    })
+  }
+
+  /**
+   * Creates the member `input` describes with its profile id and password digest (no password is chosen here), or,
+   * when that profile exists, sets its username, password digest and profile fields to those given (a profile field
+   * left out is cleared) and keeps what the box holds beside them: switches, consents, premium, features, channel.
+   * Throws UserExistsError when the username (case-insensitive) is another profile's.
+   */
+  async putChainMember (input: ImportedUser): Promise<{ user: UserRecord, created: boolean }> {
+    return await this.lock.run(`user:${input.profile_id}`, async () => {
+      const name = Users.nameKey(input.username)
+      return await this.lock.run(`name:${name}`, async () => {
+        const holder = await this.byName.get(name)
+        if (holder !== undefined && holder !== input.profile_id) throw new UserExistsError(input.username)
+        const current = await this.byId.get(input.profile_id)
+        const next: UserRecord = current === undefined
+          ? { profile_id: input.profile_id, username: input.username, password_hash: input.password_hash, channel: input.username, mobile_login: false, premium: { plan: 'none', expires_at: null }, features: [], created_at: input.created_at }
+          : { ...structuredClone(current), username: input.username, password_hash: input.password_hash, created_at: input.created_at }
+        // A channel that followed the username follows a rename too.
+        if (current !== undefined && current.channel === current.username) next.channel = input.username
+        for (const k of PROFILE_FIELDS) {
+          if (input[k] === undefined) delete next[k]
+          else (next as any)[k] = input[k]
+        }
+        const ops: BatchOp[] = [
+          { type: 'put', sublevel: this.byId, key: next.profile_id, value: next },
+          { type: 'put', sublevel: this.byName, key: name, value: next.profile_id }
+        ]
+        const oldName = current === undefined ? undefined : Users.nameKey(current.username)
+        if (oldName !== undefined && oldName !== name && await this.byName.get(oldName) === next.profile_id) ops.push({ type: 'del', sublevel: this.byName, key: oldName })
+        await this.store.batch(ops, { sync: true })
+        this.index(next)
+        return { user: next, created: current === undefined }
+      })
     })
   }
 
