@@ -25,7 +25,15 @@ export const HubConfigSchema = Type.Object({
   }, { additionalProperties: false }),
   http: Type.Object({
     host: Type.String({ default: '127.0.0.1' }),
-    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8090 })
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8090 }),
+    public_url: Type.Optional(Type.String({ pattern: '^https?://[^/]+$', description: 'the URL apps reach the hub at, behind its load balancer (default: this instance\'s own address)' })),
+    rate_limit_per_second: Type.Number({ minimum: 0, default: 20, description: 'requests per second per token and instance; 0 turns it off' })
+  }, { additionalProperties: false, default: {} }),
+  data: Type.Object({
+    raw_retention_days: Type.Number({ exclusiveMinimum: 0, default: 35 }),
+    rollup_retention_days: Type.Number({ exclusiveMinimum: 0, default: 400 }),
+    stream_gap_seconds: Type.Number({ exclusiveMinimum: 0, maximum: 3600, default: 5, description: 'readings further apart than this do not count as streamed time' }),
+    session_gap_seconds: Type.Number({ exclusiveMinimum: 0, maximum: 86400, default: 300, description: 'a gap between readings longer than this starts a new training session' })
   }, { additionalProperties: false, default: {} })
 }, { additionalProperties: false })
 

@@ -1,17 +1,22 @@
-// The hub's composition root: one stateless instance of a chain's hub. It builds the PostgreSQL pool, brings
-// the schema up to date, starts ingest from the broker and the HTTP server, and stops them in reverse order.
-// Two instances with the same postgres and mqtt settings are one hub (docs/hub.md).
-import Fastify, { type FastifyInstance } from 'fastify'
-import pg from 'pg'
+// The hub's composition root: one stateless instance of a chain's hub. It opens the PostgreSQL stores (which
+// bring the schema up to date), starts ingest from the broker and the HTTP API (hub/api.ts), and stops them in
+// reverse order. Two instances with the same postgres and mqtt settings are one hub (docs/hub.md).
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
+import type pg from 'pg'
 import pino, { type Logger } from 'pino'
 import type { HubConfig } from './config.ts'
 import { HubIngest } from './ingest/ingest.ts'
-import { migrate } from './migrate.ts'
+import { buildHubApi, type HubApi } from './api.ts'
+import { openPgStores, type PgStores } from './store/pg-stores.ts'
+import { MembershipPublisher } from './membership/publisher.ts'
 
 export interface RunningHub {
   url: string
   pool: pg.Pool
+  stores: PgStores
   ingest: HubIngest
+  api: HubApi
+  members: MembershipPublisher
   http: FastifyInstance
   stop: () => Promise<void>
 }
@@ -24,54 +29,65 @@ export interface HubHealth {
   duplicates_total: number
   erasures_total: number
   rejected_total: number
+  /** The membership publisher's connection, and the chain revision it last sent to every box (null: none yet). */
+  members: { mqtt: string, revision: number | null }
   last_error?: string
 }
 
 export async function startHub (config: HubConfig, options: { logger?: Logger } = {}): Promise<RunningHub> {
   const log = options.logger ?? pino({ level: config.log_level })
-  const pool = new pg.Pool({ connectionString: config.postgres.url, max: config.postgres.pool_size, connectionTimeoutMillis: 5000 })
-  // An idle connection that PostgreSQL closes (a restart) is reported here; the next query opens a new one.
-  pool.on('error', err => { log.warn({ err: err.message }, 'PostgreSQL closed an idle connection') })
+  let stores: PgStores | undefined
   let ingest: HubIngest | undefined
-  let http: FastifyInstance | undefined
+  let api: HubApi | undefined
+  let members: MembershipPublisher | undefined
   try {
-    const applied = await migrate(pool)
-    if (applied.length > 0) log.info({ versions: applied }, 'schema migrated')
-    ingest = new HubIngest(config.mqtt, pool, log)
+    stores = await openPgStores({ url: config.postgres.url, poolSize: config.postgres.pool_size, gapMs: config.data.stream_gap_seconds * 1000, log })
+    ingest = new HubIngest(config.mqtt, stores.pool, log, { gapMs: config.data.stream_gap_seconds * 1000 })
     const running = ingest
-    http = Fastify({ logger: false })
-    http.get('/health', async (_request, reply) => {
-      const health = healthOf(running)
-      return await reply.code(health.status === 'ok' ? 200 : 503).send(health)
-    })
-    const url = await http.listen({ host: config.http.host, port: config.http.port })
+    // The chain's members and pairings, published to every box (docs/hub.md "Members of the chain").
+    members = new MembershipPublisher({ mqtt: config.mqtt, pool: stores.pool, events: stores.events, log })
+    const publisher = members
+    const health: FastifyPluginAsync = async app => {
+      app.get('/health', async (_request, reply) => {
+        const health = healthOf(running, publisher)
+        return await reply.code(health.status === 'ok' ? 200 : 503).send(health)
+      })
+    }
+    api = await buildHubApi(config, stores, { health, log })
+    const url = await api.app.listen({ host: config.http.host, port: config.http.port })
     ingest.start()
+    await members.start()
     log.info({ url, client_id: config.mqtt.client_id }, 'hub instance started')
-    const server = http
+    const openApi = api; const openStores = stores
     let stopping: Promise<void> | undefined
     return {
       url,
-      pool,
+      pool: stores.pool,
+      stores,
       ingest,
-      http,
+      api,
+      members,
+      http: api.app,
       stop: async () => {
         stopping ??= (async () => {
-          await server.close()
+          await openApi.stop()
+          await publisher.stop()
           await running.stop()
-          await pool.end()
+          await openStores.close()
         })()
         await stopping
       }
     }
   } catch (err) {
-    await http?.close().catch(() => {})
+    await api?.stop().catch(() => {})
+    await members?.stop().catch(() => {})
     await ingest?.stop().catch(() => {})
-    await pool.end().catch(() => {})
+    await stores?.close().catch(() => {})
     throw err
   }
 }
 
-export function healthOf (ingest: HubIngest): HubHealth {
+export function healthOf (ingest: HubIngest, members: MembershipPublisher): HubHealth {
   const w = ingest.writer
   const mqtt = ingest.session.state
   const postgres = w.lastError === null ? 'up' : 'failing'
@@ -83,6 +99,7 @@ export function healthOf (ingest: HubIngest): HubHealth {
     duplicates_total: w.counts.duplicates,
     erasures_total: w.counts.erasures,
     rejected_total: ingest.rejected,
+    members: { mqtt: members.state, revision: members.revision },
     ...(w.lastError === null ? {} : { last_error: w.lastError })
   }
 }

@@ -13,7 +13,7 @@ export class HubIngest {
   readonly writer: ChainWriter
   rejected = 0
 
-  constructor (private readonly config: HubConfig['mqtt'], pool: pg.Pool, private readonly log: Logger) {
+  constructor (private readonly config: HubConfig['mqtt'], pool: pg.Pool, private readonly log: Logger, options: { gapMs: number }) {
     const filters = chainFilters(config.topic_root).map(f => `$share/${config.share_group}/${f}`)
     this.session = new MqttSession({
       url: config.url,
@@ -26,7 +26,7 @@ export class HubIngest {
       subscriptions: filters,
       log: log.child({ component: 'hub-mqtt' })
     })
-    this.writer = new ChainWriter(pool, log.child({ component: 'hub-writer' }))
+    this.writer = new ChainWriter(pool, log.child({ component: 'hub-writer' }), { gapMs: options.gapMs })
   }
 
   start (): void {

@@ -53,5 +53,22 @@ t.test('the shipped broker settings and ACL', async t => {
   while (received.length === 0 && Date.now() < end) await new Promise(resolve => setTimeout(resolve, 20))
   t.same(received, ['hr-relay-chain/v1/boxes/gym-a/users/p/heart_rate mine'], 'a box writes only under its own box id')
 
+  // Membership: the hub writes each box's members message; a box reads its own and can neither write it nor read another's.
+  const hubMembers = await connect('hub', 'hub-secret', 'hub-1-members')
+  await hubMembers.publishAsync('hr-relay-chain/v1/boxes/gym-a/members', 'members of a', { qos: 1, retain: true })
+  await hubMembers.publishAsync('hr-relay-chain/v1/boxes/gym-b/members', 'members of b', { qos: 1, retain: true })
+  const boxA3 = await connect('gym-a', 'a-secret', 'box-gym-a-members')
+  const membership: string[] = []
+  boxA3.on('message', (topic, payload) => { membership.push(`${topic} ${payload.toString()}`) })
+  // Mosquitto 2.0 grants the subscription and checks the read ACL on delivery: another box's message never arrives
+  // (subscribed first, so that it would arrive before the box's own).
+  await boxA3.subscribeAsync('hr-relay-chain/v1/boxes/gym-b/members', { qos: 1 })
+  const own = await boxA3.subscribeAsync('hr-relay-chain/v1/boxes/gym-a/members', { qos: 1 })
+  t.equal(own[0]?.qos, 1, 'a box may read its own members')
+  const until = Date.now() + 10_000
+  while (membership.length === 0 && Date.now() < until) await new Promise(resolve => setTimeout(resolve, 20))
+  t.same(membership, ['hr-relay-chain/v1/boxes/gym-a/members members of a'], 'the retained members message of its own box only')
+  await t.rejects(boxA3.publishAsync('hr-relay-chain/v1/boxes/gym-a/members', 'forged', { qos: 1, retain: true }), { code: 0x87 }, 'a box cannot write its own members')
+
   await t.rejects(connect('gym-a', 'wrong', 'box-gym-a-2'), /Not authorized|Bad User Name or Password/, 'a wrong password is refused')
 })
