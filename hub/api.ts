@@ -4,9 +4,11 @@
 // the hub passes the PostgreSQL ones.
 //
 // What it serves: latest and posted readings, history, sessions and their exports, statistics, profile and
-// feature flags, the real-time WebSocket, token validation and revocation. What stays on the boxes: rooms and
-// their displays (they must work without the network), widgets, game-mod configuration, the admin API and the
-// operator and member pages. Tokens are issued with `hr-relay hub admin token issue` (docs/hub.md).
+// feature flags, the real-time WebSocket, and the OAuth feature (api/oauth/): every grant, token validation and
+// revocation, the sign-in, consent, device and account pages. Its codes, device sessions and sign-in sessions are
+// kept in PostgreSQL (hub/store/pg-oauth.ts), so a flow may hop between instances at every step. What stays on the
+// boxes: rooms and their displays (they must work without the network), widgets, game-mod configuration, the
+// admin API and the operator and member pages. Tokens are also issued with `hr-relay hub admin token issue`.
 //
 // Live readings: every instance LISTENs to the readings PostgreSQL notifies on commit (hub/store/pg-readings.ts),
 // and hands them to its in-process fan-out, so a WebSocket on any instance receives its member's readings
@@ -24,21 +26,22 @@ import { realtimePlugin } from '../api/http/realtime.ts'
 import { statisticsPlugin } from '../api/http/statistics.ts'
 import { profilePlugin } from '../api/http/profile.ts'
 import { featureFlagsPlugin } from '../api/http/feature-flags.ts'
-import { useStrictForms } from '../api/oauth/form.ts'
-import { revokeValidateRoutes } from '../api/oauth/revoke-validate.ts'
+import { oauthPlugin } from '../api/oauth/plugin.ts'
+import type { OAuthCodeStore } from '../api/oauth/codes.ts'
+import { sharedSessions } from '../api/oauth/session.ts'
 import type { ApiConfig, HealthEntry, Services } from '../api/services.ts'
 import type { ReadingSource, StoredReading } from '../api/pipeline/reading.ts'
 import type { HubConfig } from './config.ts'
 import type { PgStores } from './store/pg-stores.ts'
 import { READINGS_CHANNEL, decodeReadingsNotice } from './store/pg-readings.ts'
+import { PgOAuthCodes, PgSignInSessions } from './store/pg-oauth.ts'
 
-/** The services the hub's features use: the store interfaces, the pipeline, the live fan-out, settings and log. */
-export type HubServices = Pick<Services, 'log' | 'config' | 'health' | 'tokens' | 'users' | 'clients' | 'devices' | 'readings' | 'pipeline' | 'hub'>
-
-/** Token validation and revocation (the OAuth feature's routes that need no sign-in session or code store). */
-const tokenPlugin: FastifyPluginAsync<HubServices> = async (app, uses) => {
-  useStrictForms(app)
-  revokeValidateRoutes(app, { clients: uses.clients, tokens: uses.tokens, log: uses.log.child({ component: 'oauth' }) })
+/**
+ * The services the hub's features use: the store interfaces, the OAuth codes and device sessions, the pipeline,
+ * the live fan-out, settings and log.
+ */
+export type HubServices = Pick<Services, 'log' | 'config' | 'health' | 'tokens' | 'users' | 'clients' | 'devices' | 'readings' | 'pipeline' | 'hub'> & {
+  oauthCodes: OAuthCodeStore
 }
 
 export const hubFeatures: Array<FastifyPluginAsync<HubServices>> = [
@@ -49,10 +52,10 @@ export const hubFeatures: Array<FastifyPluginAsync<HubServices>> = [
   statisticsPlugin,
   profilePlugin,
   featureFlagsPlugin,
-  tokenPlugin
+  oauthPlugin
 ]
 
-/** Token lifetimes (seconds): the box's defaults (docs/api.md "Token lifetimes"); the hub issues tokens from its admin command. */
+/** Token, code and device-session lifetimes (seconds): the box's defaults (docs/api.md "Token lifetimes"). */
 const LIFETIMES: ApiConfig['lifetimes'] = {
   implicit: 90_000,
   authorization_code: 3600,
@@ -72,6 +75,8 @@ export interface HubApi {
   pipeline: Pipeline
   /** The live fan-out the WebSockets subscribe to, fed by PostgreSQL's notifications. */
   live: Hub
+  /** The API's settings; publicUrl is this instance's address until it listens, unless http.public_url is set. */
+  config: ApiConfig
   stop (): Promise<void>
 }
 
@@ -102,6 +107,9 @@ export async function buildHubApi (config: HubConfig, stores: PgStores, o: HubAp
     log: log.child({ component: 'ingest' })
   })
   const health: HealthEntry[] = []
+  const oauthLog = log.child({ component: 'oauth' })
+  const signIns = new PgSignInSessions(stores.pool, stores.events, oauthLog)
+  await signIns.start()
   const services: HubServices = {
     log,
     health: () => health,
@@ -122,17 +130,25 @@ export async function buildHubApi (config: HubConfig, stores: PgStores, o: HubAp
     devices: stores.devices,
     readings: stores.readings,
     pipeline,
-    hub: live
+    hub: live,
+    oauthCodes: new PgOAuthCodes(stores.pool, oauthLog)
   }
+  // The sign-in sessions of the OAuth pages, one per server (keyed by its configuration, as on a box).
+  const sessions = sharedSessions(services.config, { secure: services.config.publicUrl.startsWith('https:') })
+  await sessions.persistWith(signIns)
   const app = await buildServer(services, { features: [...hubFeatures, async app => { await app.register(o.health) }], healthRoute: false })
   pipeline.start()
   return {
     app,
     pipeline,
     live,
+    config: services.config,
     stop: async () => {
       unlisten()
       await app.close()
+      await sessions.flushed()
+      sessions.stop()
+      signIns.stop()
       await pipeline.stop()
     }
   }

@@ -55,6 +55,8 @@ export async function startHub (config: HubConfig, options: { logger?: Logger } 
     }
     api = await buildHubApi(config, stores, { health, log })
     const url = await api.app.listen({ host: config.http.host, port: config.http.port })
+    // Without http.public_url, links the API gives out (verification_uri) name the address it listens on.
+    if (config.http.public_url === undefined) api.config.publicUrl = url
     ingest.start()
     await members.start()
     log.info({ url, client_id: config.mqtt.client_id }, 'hub instance started')

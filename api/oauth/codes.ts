@@ -1,11 +1,15 @@
 // Authorization codes (spec 3.2) and device authorization sessions (spec 3.1,
-// RFC 8628). Only SHA-256 digests of codes, device codes and user codes are
-// stored. State changes are written with sync: true, and every change of one
-// code or session runs under an in-process lock for that key, so two
-// concurrent exchanges of one code cannot both succeed.
+// RFC 8628), behind one interface (OAuthCodeStore) that the routes use: the
+// box's LevelDB one here (OAuthState), the hub's PostgreSQL one in
+// hub/store/pg-oauth.ts. Only SHA-256 digests of codes, device codes and user
+// codes are stored. State changes are written with sync: true, and every change
+// of one code or session runs under an in-process lock for that key, so two
+// concurrent exchanges of one code cannot both succeed; a store shared by
+// several processes also makes redeemCode and updateDevice conditional.
 import { randomInt } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { BatchOp, Store, Sub } from '../store/db.ts'
+import type { WriteOp } from '../store/types.ts'
 import { digest, newId, newSecret } from '../store/secrets.ts'
 import { KeyedLock } from '../store/lock.ts'
 export { KeyedLock }
@@ -63,7 +67,40 @@ export function normalizeUserCode (input: string): string | null {
   return s
 }
 
-export class OAuthState {
+/** Serialises tasks of one key within this process (KeyedLock). */
+export interface Locks { run: <T>(key: string, task: () => Promise<T>) => Promise<T> }
+
+/** What the OAuth routes use of the store of codes and device sessions. */
+export interface OAuthCodeStore {
+  /** Changes of one code or session (key `code:<digest>`, `device:<digest>`) run one after another in this process. */
+  readonly lock: Locks
+  /** Stores a new authorization code and returns it (the only time it exists in clear). */
+  createCode: (input: Omit<CodeRecord, 'family' | 'created_at' | 'expires_at' | 'used_at'>, ttlSeconds: number, now?: number) => Promise<string>
+  getCode: (codeDigest: string) => Promise<CodeRecord | undefined>
+  /**
+   * Marks the code (as read, unused) used and writes `ops` (the token pair it issues) atomically with it. False,
+   * and nothing written, when the code was used meanwhile (by another process sharing the store).
+   */
+  redeemCode: (codeDigest: string, rec: CodeRecord, ops: WriteOp[], now: number) => Promise<boolean>
+  createDevice: (input: { client_id: string, scopes: string[] }, ttlSeconds: number, interval: number, now?: number) => Promise<{ device_code: string, user_code: string }>
+  getDevice: (deviceDigest: string) => Promise<DeviceRecord | undefined>
+  /** The device session a (normalized) user code belongs to, while the code works at /device. */
+  deviceByUserCode: (userCode: string) => Promise<{ key: string, rec: DeviceRecord } | undefined>
+  /**
+   * Replaces the session `from` (as read) by `to`, writing `ops` atomically with it; `release` stops its user code
+   * working at /device. False, and nothing written, when its status is no longer `from.status`.
+   */
+  updateDevice: (deviceDigest: string, from: DeviceRecord, to: DeviceRecord, o?: DeviceUpdate) => Promise<boolean>
+}
+
+export interface DeviceUpdate {
+  ops?: WriteOp[]
+  release?: boolean
+  /** Durable before it resolves (default true; a poll's timestamp need not be). */
+  sync?: boolean
+}
+
+export class OAuthState implements OAuthCodeStore {
   readonly codes: Sub<CodeRecord>
   readonly devices: Sub<DeviceRecord>
   /** digest(user code) → digest(device code) */
@@ -113,6 +150,20 @@ export class OAuthState {
 
   async getCode (codeDigest: string): Promise<CodeRecord | undefined> {
     return await this.codes.get(codeDigest)
+  }
+
+  /** Under `lock` (this store has one process), the code read unused is still unused. */
+  async redeemCode (codeDigest: string, rec: CodeRecord, ops: WriteOp[], now: number): Promise<boolean> {
+    await this.store.batch([this.consumeOp(codeDigest, rec, now), ...ops as BatchOp[]], { sync: true })
+    return true
+  }
+
+  /** Under `lock` (this store has one process), the session read is still as read. */
+  async updateDevice (deviceDigest: string, from: DeviceRecord, to: DeviceRecord, o: DeviceUpdate = {}): Promise<boolean> {
+    const ops: BatchOp[] = [this.putDeviceOp(deviceDigest, to), ...(o.ops ?? []) as BatchOp[]]
+    if (o.release === true) ops.push(this.releaseUserCodeOp(from))
+    await this.store.batch(ops, { sync: o.sync !== false })
+    return true
   }
 
   /** The batch op that marks a code used (joined with the token writes). */

@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { UserRecord } from '../store/users.ts'
-import { OAuthState } from './codes.ts'
+import { OAuthState, type OAuthCodeStore } from './codes.ts'
 import { FormParams } from './form.ts'
 import { errorPage } from './pages.ts'
 import { AttemptLimiter } from './rate-limit.ts'
@@ -14,11 +14,14 @@ import type { Services } from '../services.ts'
 /** Client id recorded on tokens made on the manual-token page. */
 export const MANUAL_CLIENT_ID = 'hr-relay-manual'
 
-/** What the OAuth feature uses: accounts, clients, tokens, the store of codes and device sessions, lifetimes, the log. */
-export type OAuthUses = Pick<Services, 'store' | 'users' | 'clients' | 'tokens' | 'config' | 'log'>
+/**
+ * What the OAuth feature uses: accounts, clients, tokens, lifetimes, the log, and the store of codes and device
+ * sessions: `oauthCodes` when given (the hub's), else one kept in `store` (the box's LevelDB).
+ */
+export type OAuthUses = Pick<Services, 'users' | 'clients' | 'tokens' | 'config' | 'log'> & Partial<Pick<Services, 'store'>> & { oauthCodes?: OAuthCodeStore }
 
 export interface OAuthContext extends Pick<OAuthUses, 'users' | 'clients' | 'tokens' | 'config'> {
-  state: OAuthState
+  state: OAuthCodeStore
   sessions: Sessions
   /** Wrong codes at /device: 5 per session and per address per minute. */
   deviceAttempts: AttemptLimiter
@@ -27,13 +30,19 @@ export interface OAuthContext extends Pick<OAuthUses, 'users' | 'clients' | 'tok
   log: Logger
 }
 
+function codeStoreOf (uses: OAuthUses): OAuthCodeStore {
+  if (uses.oauthCodes !== undefined) return uses.oauthCodes
+  if (uses.store === undefined) throw new TypeError('the OAuth feature needs a store of codes (oauthCodes) or a store to keep them in')
+  return new OAuthState(uses.store, uses.log.child({ component: 'oauth' }))
+}
+
 export function createContext (uses: OAuthUses): OAuthContext {
   return {
     users: uses.users,
     clients: uses.clients,
     tokens: uses.tokens,
     config: uses.config,
-    state: new OAuthState(uses.store, uses.log.child({ component: 'oauth' })),
+    state: codeStoreOf(uses),
     sessions: sharedSessions(uses.config, { secure: uses.config.publicUrl.startsWith('https:') }),
     deviceAttempts: new AttemptLimiter(5, 60_000),
     signInAttempts: new AttemptLimiter(10, 60_000),
@@ -61,7 +70,7 @@ export interface SignedIn { session: Session, user: UserRecord }
  * sent (a redirect to the sign-in page) and null is returned.
  */
 export async function signedIn (ctx: OAuthContext, request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<SignedIn | null> {
-  const session = ctx.sessions.find(request)
+  const session = await ctx.sessions.lookup(request)
   if (session?.profile_id != null) {
     const user = await ctx.users.get(session.profile_id)
     if (user !== undefined) return { session, user }
@@ -72,7 +81,7 @@ export async function signedIn (ctx: OAuthContext, request: FastifyRequest, repl
 
 /** Checks the form's anti-CSRF token; on failure sends a 403 page and returns false. */
 export async function csrfOk (ctx: OAuthContext, request: FastifyRequest, reply: FastifyReply, form: FormParams): Promise<boolean> {
-  const session = ctx.sessions.find(request)
+  const session = await ctx.sessions.lookup(request)
   let given: string | undefined
   try { given = form.get('csrf') } catch { given = undefined }
   if (ctx.sessions.csrfValid(session, given)) return true

@@ -106,7 +106,8 @@ export function deviceRoutes (app: FastifyInstance, ctx: OAuthContext): void {
       const next: DeviceRecord = decision === 'allow'
         ? { ...rec, status: 'approved', profile_id: who.user.profile_id }
         : { ...rec, status: 'denied', profile_id: who.user.profile_id }
-      await ctx.state.store.batch([ctx.state.putDeviceOp(found.key, next), ctx.state.releaseUserCodeOp(rec)], { sync: true })
+      // Decided meanwhile by another instance sharing the store: the code no longer works.
+      if (!await ctx.state.updateDevice(found.key, rec, next, { release: true })) return 'gone' as const
       return next.status
     })
     if (outcome === 'gone') return await errorPage(reply, 400, 'Code not valid', 'That code is not valid or has expired.')

@@ -3,10 +3,14 @@
 // (the id is never stored) with an expiry, and one anti-CSRF token per session
 // that every form carries and that is compared in constant time.
 // Signed-in sessions (a member's, an operator's) are kept in memory and written
-// through to the store's `sign_in_sessions` sublevel (persistIn), so they survive
-// a restart; expired ones are removed when looked up, when pruned and at load.
-// The CSRF token is stored with its session: forms rendered after a restart carry
-// it. Anonymous sessions (the CSRF token of a sign-in form) stay in memory.
+// through to a SessionPersistence: on a box the store's `sign_in_sessions`
+// sublevel (persistIn), so they survive a restart; expired ones are removed when
+// looked up, when pruned and at load. The CSRF token is stored with its session:
+// forms rendered after a restart carry it. Anonymous sessions (the CSRF token of
+// a sign-in form) stay in memory, unless the persistence keeps them too.
+// On the hub, several instances share the sessions in PostgreSQL
+// (hub/store/pg-oauth.ts): `lookup` reads one missing from memory, and a session
+// ended on one instance is dropped from the others' memory (`onEnded`).
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { digest, newSecret, safeEqual } from '../store/secrets.ts'
 import type { Store, Sub } from '../store/db.ts'
@@ -36,14 +40,39 @@ export interface SessionOptions {
   now?: () => number
 }
 
+/** Where sessions are written through to. */
+export interface SessionPersistence {
+  /** Whether anonymous sessions (a sign-in form's) are kept too: a form's POST may reach another process. */
+  readonly anonymous: boolean
+  /** Every session kept, loaded into memory at start (a store only this process uses). */
+  all?: () => AsyncIterable<[string, Session]>
+  /** One session, read when it is not in memory (a store other processes write too). */
+  get?: (key: string) => Promise<Session | undefined>
+  put: (s: Session) => Promise<void>
+  del: (key: string) => Promise<void>
+  /** Calls fn with the key of every session ended by another process ('': any may have ended); returns the unsubscribe. */
+  onEnded?: (fn: (key: string) => void) => () => void
+}
+
+/** The box's: the store's `sign_in_sessions` sublevel, keyed by the digest of the cookie's id. */
+export function levelSessions (store: Store): SessionPersistence {
+  const sub: Sub<Session> = store.sub<Session>('sign_in_sessions')
+  return {
+    anonymous: false,
+    all: () => sub.iterator(),
+    put: async s => { await store.batch([{ type: 'put', sublevel: sub, key: s.key, value: s }], { sync: true }) },
+    del: async key => { await store.batch([{ type: 'del', sublevel: sub, key }], { sync: true }) }
+  }
+}
+
 export class Sessions {
   private readonly map = new Map<string, Session>()
   private readonly ttl: number
   private readonly max: number
   private readonly secure: boolean
   private readonly now: () => number
-  private sub: Sub<Session> | undefined
-  private store: Store | undefined
+  private persistence: SessionPersistence | undefined
+  private unsubscribe: (() => void) | undefined
   /** Writes to the store, one after another; flushed() waits for them. */
   private writes: Promise<void> = Promise.resolve()
 
@@ -58,17 +87,30 @@ export class Sessions {
 
   /** Loads the signed-in sessions kept in the store (dropping expired ones) and writes new ones through to it. */
   async persistIn (store: Store): Promise<void> {
-    if (this.sub !== undefined) return
-    this.store = store
-    this.sub = store.sub<Session>('sign_in_sessions')
-    const now = this.now()
-    const expired: string[] = []
-    for await (const [key, s] of this.sub.iterator()) {
-      if (s.expires_at <= now) expired.push(key)
-      else this.map.set(key, s)
+    await this.persistWith(levelSessions(store))
+  }
+
+  /** Loads the sessions `p` keeps (when it lists them), and writes changes through to it. Only the first call counts. */
+  async persistWith (p: SessionPersistence): Promise<void> {
+    if (this.persistence !== undefined) return
+    this.persistence = p
+    this.unsubscribe = p.onEnded?.(key => { if (key === '') this.map.clear(); else this.map.delete(key) })
+    if (p.all !== undefined) {
+      const now = this.now()
+      const expired: string[] = []
+      for await (const [key, s] of p.all()) {
+        if (s.expires_at <= now) expired.push(key)
+        else this.map.set(key, s)
+      }
+      for (const key of expired) this.forget(key)
     }
-    for (const key of expired) this.forget(key)
     await this.flushed()
+  }
+
+  /** Stops following sessions ended by other processes. */
+  stop (): void {
+    this.unsubscribe?.()
+    this.unsubscribe = undefined
   }
 
   /** Resolves once every session change so far is on disk. */
@@ -78,33 +120,64 @@ export class Sessions {
     this.writes = this.writes.then(op).catch(() => undefined)
   }
 
+  /** Whether the persistence keeps this session. */
+  private kept (s: Session): boolean {
+    return this.persistence !== undefined && (this.persistence.anonymous || s.profile_id !== null || s.operator !== undefined)
+  }
+
   private save (s: Session): void {
-    const sub = this.sub; const store = this.store
-    if (sub === undefined || store === undefined || (s.profile_id === null && s.operator === undefined)) return
-    this.write(async () => { await store.batch([{ type: 'put', sublevel: sub, key: s.key, value: s }], { sync: true }) })
+    const p = this.persistence
+    if (p === undefined || !this.kept(s)) return
+    this.write(async () => { await p.put(s) })
   }
 
   private forget (key: string): void {
-    const sub = this.sub; const store = this.store
-    if (sub === undefined || store === undefined) return
-    this.write(async () => { await store.batch([{ type: 'del', sublevel: sub, key }], { sync: true }) })
+    const p = this.persistence
+    if (p === undefined) return
+    this.write(async () => { await p.del(key) })
   }
 
   private drop (key: string): void {
     const s = this.map.get(key)
     this.map.delete(key)
-    if (s !== undefined && (s.profile_id !== null || s.operator !== undefined)) this.forget(key)
+    if (s !== undefined && this.kept(s)) this.forget(key)
   }
 
-  /** The live session of this request, if any. */
-  find (request: FastifyRequest): Session | undefined {
+  private keyOf (request: FastifyRequest): string | undefined {
     const id = parseCookies(request.headers.cookie).get(SESSION_COOKIE)
     if (id === undefined || id.length === 0 || id.length > 100) return undefined
-    const key = digest(id)
-    const s = this.map.get(key)
+    return digest(id)
+  }
+
+  private live (key: string, s: Session | undefined): Session | undefined {
     if (s === undefined) return undefined
     if (s.expires_at <= this.now()) { this.drop(key); return undefined }
     return s
+  }
+
+  /** The live session of this request, if any, from memory. */
+  find (request: FastifyRequest): Session | undefined {
+    const key = this.keyOf(request)
+    return key === undefined ? undefined : this.live(key, this.map.get(key))
+  }
+
+  /** The live session of this request, if any: from memory, else (sessions shared by several processes) from the persistence. */
+  async lookup (request: FastifyRequest): Promise<Session | undefined> {
+    const key = this.keyOf(request)
+    if (key === undefined) return undefined
+    const known = this.map.get(key)
+    const p = this.persistence
+    if (known !== undefined || p?.get === undefined) return this.live(key, known)
+    const s = await p.get(key)
+    if (s === undefined || s.key !== key) return undefined
+    // Ended meanwhile, or found by a concurrent lookup: memory wins.
+    const again = this.map.get(key)
+    if (again !== undefined) return this.live(key, again)
+    if (s.expires_at > this.now()) {
+      this.prune()
+      this.map.set(key, s)
+    }
+    return this.live(key, s)
   }
 
   /** The session of this request, creating an anonymous one (and its cookie) when there is none. */
@@ -148,7 +221,9 @@ export class Sessions {
     while (this.map.size >= this.max) {
       const oldest = this.map.keys().next()
       if (oldest.done === true) break
-      this.drop(oldest.value)
+      // Memory in front of a shared store is a cache: the session stays in the store.
+      if (this.persistence?.get !== undefined) this.map.delete(oldest.value)
+      else this.drop(oldest.value)
     }
   }
 }

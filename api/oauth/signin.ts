@@ -10,9 +10,11 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const q = queryOf(request)
     let returnTo: string
     try { returnTo = safeReturnTo(q.get('return_to')) } catch { returnTo = '/account' }
-    const existing = ctx.sessions.find(request)
+    const existing = await ctx.sessions.lookup(request)
     if (existing?.profile_id != null) return await reply.header('cache-control', 'no-store').redirect(returnTo, 303)
-    const session = ctx.sessions.ensure(request, reply)
+    const session = existing ?? ctx.sessions.start(reply, null)
+    // Where sessions are shared (the hub's instances), the form's POST may reach another instance.
+    await ctx.sessions.flushed()
     return await sendPage(reply, 200, 'Sign in', signInBody(session.csrf, returnTo))
   })
 
@@ -20,7 +22,7 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const form = await pageForm(request, reply)
     if (form === null) return reply
     if (!await csrfOk(ctx, request, reply, form)) return reply
-    const session = ctx.sessions.find(request)
+    const session = await ctx.sessions.lookup(request)
     let username: string, password: string, returnTo: string
     try {
       username = form.get('username') ?? ''
@@ -54,7 +56,8 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     const form = await pageForm(request, reply)
     if (form === null) return reply
     if (!await csrfOk(ctx, request, reply, form)) return reply
-    ctx.sessions.end(reply, ctx.sessions.find(request))
+    ctx.sessions.end(reply, await ctx.sessions.lookup(request))
+    await ctx.sessions.flushed()
     return await reply.redirect('/signin', 303)
   })
 }

@@ -1,15 +1,16 @@
 // POST /oauth2/token (spec 4.1, RFC 6749 section 4, RFC 8628 3.4-3.5).
 // One handler per grant type. Code consumption and device-session changes run
-// under a per-key lock and are written in one synced batch together with the
-// tokens they issue.
+// under a per-key lock and are written atomically together with the tokens they
+// issue, by the code store (codes.ts), which refuses a code used meanwhile.
 import { createHash } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { OAuthError } from '../errors.ts'
 import { parseScopes } from '../scopes.ts'
-import type { BatchOp } from '../store/db.ts'
+import type { WriteOp } from '../store/types.ts'
 import { digest, safeEqual } from '../store/secrets.ts'
 import type { IssuedTokens } from '../store/tokens.ts'
 import { authenticateClient } from './client-auth.ts'
+import type { CodeRecord } from './codes.ts'
 import type { OAuthContext } from './context.ts'
 import { formOf, type FormParams } from './form.ts'
 
@@ -36,6 +37,12 @@ function pkceOk (challenge: string | null, verifier: string | undefined): void {
   if (!safeEqual(computed, challenge)) throw invalidGrant('code_verifier does not match the code_challenge')
 }
 
+async function reused (ctx: OAuthContext, rec: CodeRecord): Promise<never> {
+  const n = await ctx.tokens.revokeFamily(rec.family)
+  ctx.log.warn({ client_id: rec.client_id, profile_id: rec.profile_id, revoked: n }, 'authorization code reused; tokens of this grant revoked')
+  throw invalidGrant('authorization code was already used')
+}
+
 const authorizationCode: Grant = async (ctx, request, form) => {
   const code = form.need('code')
   const redirectUri = form.need('redirect_uri')
@@ -46,20 +53,17 @@ const authorizationCode: Grant = async (ctx, request, form) => {
     const rec = await ctx.state.getCode(key)
     const now = Date.now()
     if (rec === undefined) throw invalidGrant('unknown authorization code')
-    if (rec.used_at !== null) {
-      // RFC 6749 4.1.2: a second use revokes every token issued from the code.
-      const n = await ctx.tokens.revokeFamily(rec.family)
-      ctx.log.warn({ client_id: rec.client_id, profile_id: rec.profile_id, revoked: n }, 'authorization code reused; tokens of this grant revoked')
-      throw invalidGrant('authorization code was already used')
-    }
+    // RFC 6749 4.1.2: a second use revokes every token issued from the code.
+    if (rec.used_at !== null) return await reused(ctx, rec)
     if (rec.expires_at <= now) throw invalidGrant('authorization code has expired')
     if (rec.client_id !== client.client_id) throw invalidGrant('authorization code was issued to another client')
     if (rec.redirect_uri !== redirectUri) throw invalidGrant('redirect_uri does not match the authorization request')
     pkceOk(rec.code_challenge, verifier)
     const lifetimes = ctx.config.lifetimes
-    const ops: BatchOp[] = [ctx.state.consumeOp(key, rec, now)]
+    const ops: WriteOp[] = []
     const issued = ctx.tokens.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'authorization_code', expires_in: lifetimes.authorization_code, refresh_expires_in: lifetimes.refresh_token, family: rec.family }, ops, now)
-    await ctx.state.store.batch(ops, { sync: true })
+    // Used meanwhile by another instance sharing the store: that exchange's tokens are revoked like any reuse's.
+    if (!await ctx.state.redeemCode(key, rec, ops, now)) return await reused(ctx, rec)
     ctx.log.info({ client_id: rec.client_id, profile_id: rec.profile_id }, 'authorization code exchanged')
     return issued
   })
@@ -111,17 +115,18 @@ const deviceCode: Grant = async (ctx, request, form) => {
       const tooSoon = rec.last_poll_at !== null && now - rec.last_poll_at < rec.interval * 1000
       if (tooSoon) {
         // RFC 8628 3.5: slow_down, and the interval grows by 5 seconds for this and later requests.
-        await ctx.state.store.batch([ctx.state.putDeviceOp(key, { ...rec, interval: rec.interval + 5, last_poll_at: now })], { sync: true })
+        await ctx.state.updateDevice(key, rec, { ...rec, interval: rec.interval + 5, last_poll_at: now })
         throw new OAuthError('slow_down', `polling too fast; wait ${rec.interval + 5} seconds between requests`)
       }
-      await ctx.state.store.batch([ctx.state.putDeviceOp(key, { ...rec, last_poll_at: now })])
+      await ctx.state.updateDevice(key, rec, { ...rec, last_poll_at: now }, { sync: false })
       throw new OAuthError('authorization_pending', null)
     }
     // approved → issued
     if (rec.profile_id === null) throw invalidGrant('unknown device_code')
-    const ops: BatchOp[] = [ctx.state.putDeviceOp(key, { ...rec, status: 'issued', last_poll_at: now })]
+    const ops: WriteOp[] = []
     const issued = ctx.tokens.prepare({ client_id: rec.client_id, profile_id: rec.profile_id, scopes: rec.scopes, flow: 'device_code', expires_in: ctx.config.lifetimes.device_code }, ops, now)
-    await ctx.state.store.batch(ops, { sync: true })
+    // Issued meanwhile by another instance sharing the store: one token per session.
+    if (!await ctx.state.updateDevice(key, rec, { ...rec, status: 'issued', last_poll_at: now }, { ops })) throw invalidGrant('access token already issued')
     ctx.log.info({ client_id: rec.client_id, profile_id: rec.profile_id }, 'device flow token issued')
     return issued
   })

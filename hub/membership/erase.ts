@@ -1,6 +1,8 @@
 // A chain member's erasure at the hub (`hr-relay hub admin user delete`). In this order:
 // 1. Access ends: every token and grant of theirs is revoked (the token store's trigger tells every instance,
-//    whose streams opened with them close), and their straps are unpaired.
+//    whose streams opened with them close), their authorization codes, device authorization sessions and sign-in
+//    sessions are deleted (005-oauth.sql; the sessions' trigger tells every instance to forget them), and their
+//    straps are unpaired.
 // 2. What the hub holds of their readings goes (raw readings, rollups, latest record: 001-readings.sql and
 //    002-store-readings.sql), under the member's readings lock, in one transaction with a tombstone per box (the
 //    erasures table) for every registered box and every box their readings came from: a reading of theirs still
@@ -18,6 +20,9 @@ export interface HubErasureCounts {
   readings: number
   devices: number
   tokens: number
+  /** Authorization codes and device authorization sessions issued to them. */
+  oauth_codes: number
+  sign_in_sessions: number
   /** Tombstones written: one per box that will refuse a late reading of theirs. */
   tombstones: number
 }
@@ -27,8 +32,14 @@ const READING_TABLES = ['readings', 'reading_rollups', 'reading_latest'] as cons
 
 export async function eraseChainMember (stores: PgStores, user: UserRecord, now = Date.now()): Promise<HubErasureCounts> {
   const pid = user.profile_id
-  const counts: HubErasureCounts = { account: 0, readings: 0, devices: 0, tokens: 0, tombstones: 0 }
+  const counts: HubErasureCounts = { account: 0, readings: 0, devices: 0, tokens: 0, oauth_codes: 0, sign_in_sessions: 0, tombstones: 0 }
   counts.tokens = await stores.tokens.revokeAllOf(pid)
+  await inTransaction(stores.pool, async client => {
+    const codes = await client.query('DELETE FROM oauth_codes WHERE profile_id = $1', [pid])
+    const devices = await client.query('DELETE FROM device_sessions WHERE profile_id = $1', [pid])
+    counts.oauth_codes = (codes.rowCount ?? 0) + (devices.rowCount ?? 0)
+    counts.sign_in_sessions = (await client.query('DELETE FROM sign_in_sessions WHERE profile_id = $1', [pid])).rowCount ?? 0
+  })
   for (const d of stores.devices.list()) {
     if (d.profile_id === pid && await stores.devices.remove(d.device_id) !== undefined) counts.devices++
   }

@@ -156,7 +156,7 @@ t.test('user delete erases the member at the hub: account, tokens, pairings, rea
   await db.query('INSERT INTO reading_rollups (profile_id, span, start, c, s, mn, mx, st, sh, f, fc, fh) VALUES ($1, 60000, 0, 3, 363, 120, 122, 2000, 242000, 1000, 0, 120)', [annId])
   const before = await revision()
   const erased = await json<{ username: string, erased: Record<string, number> }>('user', 'delete', 'ann')
-  t.same(erased, { username: 'ann', erased: { account: 1, readings: 3, devices: 1, tokens: 1, tombstones: 2 } })
+  t.same(erased, { username: 'ann', erased: { account: 1, readings: 3, devices: 1, tokens: 1, oauth_codes: 0, sign_in_sessions: 0, tombstones: 2 } })
   t.ok(await revision() > before, 'the erasure is a new revision')
   const left = async (sql: string): Promise<number> => Number((await db.query<{ n: string }>(sql, [annId])).rows[0]?.n)
   t.equal(await left('SELECT count(*) AS n FROM users WHERE profile_id = $1'), 0, 'no account')
