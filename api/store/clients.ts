@@ -45,6 +45,35 @@ export function redirectUriAllowed (client: ClientRecord, uri: string): boolean 
   return false
 }
 
+/**
+ * A new client's record (every client store: Clients here, hub/store/pg-clients.ts), with its secret in clear, shown
+ * once (null for a public client). Throws InvalidRedirectUriError for a redirect URI that cannot be registered.
+ */
+export async function newClientRecord (input: NewClient, now: number): Promise<{ client: ClientRecord, client_secret: string | null }> {
+  for (const uri of input.redirect_uris) checkRedirectUri(uri)
+  const secret = input.public === true ? null : newSecret()
+  const client: ClientRecord = {
+    client_id: newId(),
+    name: input.name,
+    secret_hash: secret === null ? null : await hashSecret(secret),
+    redirect_uris: [...input.redirect_uris],
+    owner: input.owner ?? null,
+    created_at: now
+  }
+  return { client, client_secret: secret }
+}
+
+/** Whether `clientId` can name a client at all (anything else is not looked up). */
+export function clientIdValid (clientId: string): boolean {
+  return typeof clientId === 'string' && clientId.length > 0 && clientId.length <= 200
+}
+
+/** `client` when `secret` is its own; an unknown or public client costs the same time as a wrong secret. */
+export async function clientWithSecret (client: ClientRecord | undefined, secret: string): Promise<ClientRecord | undefined> {
+  if (client === undefined || client.secret_hash === null) { await dummyVerify(secret); return undefined }
+  return (await verifySecret(secret, client.secret_hash)) ? client : undefined
+}
+
 export class Clients implements ClientStore {
   private readonly byId: Sub<ClientRecord>
 
@@ -53,30 +82,20 @@ export class Clients implements ClientStore {
   }
 
   async create (input: NewClient, now = Date.now()): Promise<{ client: ClientRecord, client_secret: string | null }> {
-    for (const uri of input.redirect_uris) checkRedirectUri(uri)
-    const secret = input.public === true ? null : newSecret()
-    const client: ClientRecord = {
-      client_id: newId(),
-      name: input.name,
-      secret_hash: secret === null ? null : await hashSecret(secret),
-      redirect_uris: [...input.redirect_uris],
-      owner: input.owner ?? null,
-      created_at: now
-    }
+    const created = await newClientRecord(input, now)
+    const { client } = created
     await this.store.batch([{ type: 'put', sublevel: this.byId, key: client.client_id, value: client }], { sync: true })
-    return { client, client_secret: secret }
+    return created
   }
 
   async get (clientId: string): Promise<ClientRecord | undefined> {
-    if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) return undefined
+    if (!clientIdValid(clientId)) return undefined
     return await this.byId.get(clientId)
   }
 
   /** Authenticates a confidential client; unknown clients cost the same time as a wrong secret. */
   async authenticate (clientId: string, secret: string): Promise<ClientRecord | undefined> {
-    const client = await this.get(clientId)
-    if (client === undefined || client.secret_hash === null) { await dummyVerify(secret); return undefined }
-    return (await verifySecret(secret, client.secret_hash)) ? client : undefined
+    return await clientWithSecret(await this.get(clientId), secret)
   }
 
   async list (): Promise<ClientRecord[]> {

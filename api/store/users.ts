@@ -1,11 +1,14 @@
 // Users: the people who stream heart rate. profile_id is the public id.
 import type { BatchOp, Store, Sub } from './db.ts'
-import { dummyVerify, hashSecret, newId, verifySecret } from './secrets.ts'
+import { dummyVerify, verifySecret } from './secrets.ts'
 import { KeyedLock } from './lock.ts'
 import { apiErrorMessage } from '../error-codes.ts'
+import { MemberSwitches } from './member-switches.ts'
+import { newUserRecord, usernameKey, withConsent, withFeature, withoutConsent } from './user-records.ts'
 
-import type { ConsentHow, NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
+import type { ConsentHow, NewUser, PremiumPlan, Sex, UserRecord } from './records.ts'
 import type { UserStore } from './types.ts'
+export { activeConsent, roomHiddenNow } from './member-switches.ts'
 export type { ConsentHow, ConsentRecord, NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
 
 export const PREMIUM_PLANS: readonly PremiumPlan[] = ['none', 'trial', 'subscription', 'lifetime']
@@ -14,8 +17,6 @@ export class UserExistsError extends Error {
   readonly code = 'HR_USER_EXISTS'
   constructor (username: string) { super(apiErrorMessage('HR_USER_EXISTS', { username })); this.name = 'UserExistsError' }
 }
-
-const DAY = 86_400_000
 
 /**
  * A member's account as another store made it (the chain's hub, relay/chain-members.ts): its own profile id and
@@ -48,62 +49,28 @@ export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash'> {
   return rest
 }
 
-/** The member's consent in force: the last one given, unless it was withdrawn. */
-export function activeConsent (u: UserRecord): NonNullable<UserRecord['consents']>[number] | undefined {
-  const last = u.consents?.[u.consents.length - 1]
-  return last === undefined || last.withdrawn_at !== undefined ? undefined : last
-}
-
-export function roomHiddenNow (hidden: RoomHidden | undefined, now = Date.now()): boolean {
-  return hidden !== undefined && (hidden.until === null || hidden.until > now)
-}
-
 export class Users implements UserStore {
   private readonly byId: Sub<UserRecord>
   private readonly byName: Sub<string>
   /** Per username (create) and per profile (update): read, decide, write, one at a time. */
   private readonly lock = new KeyedLock()
-  /** room_hidden of every user that has one, in memory: the room streams check it synchronously for each reading. */
-  private readonly hidden = new Map<string, RoomHidden>()
-  /** ingestion_paused of every user that has one, in memory: the ingest pipeline checks it for each reading. */
-  private readonly paused = new Map<string, RoomHidden>()
-  /** The notice version of every member's consent in force (given, not withdrawn), in memory: the pipeline asks per reading. */
-  private readonly consented = new Map<string, string>()
+  /** room_hidden, ingestion_paused and the consent in force of every member, in memory: asked for each reading. */
+  private readonly switches = new MemberSwitches()
 
   constructor (private readonly store: Store) {
     this.byId = store.sub<UserRecord>('users')
     this.byName = store.sub<string>('usernames')
   }
 
-  private static nameKey (username: string): string {
-    return username.normalize('NFC').toLowerCase()
-  }
-
   async create (input: NewUser, now = Date.now()): Promise<UserRecord> {
-    return await this.lock.run(`name:${Users.nameKey(input.username)}`, async () => {
-      if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
-      const plan = input.premium ?? 'none'
-      const expires = input.premium_expires_at !== undefined
-        ? input.premium_expires_at
-        : plan === 'trial' ? now + 14 * DAY : plan === 'subscription' ? now + 30 * DAY : null
-      const user: UserRecord = {
-        profile_id: newId(),
-        username: input.username,
-        password_hash: await hashSecret(input.password),
-        channel: input.channel ?? input.username,
-        mobile_login: false,
-        premium: { plan, expires_at: expires },
-        features: [],
-        created_at: now
-      }
-      for (const k of ['display_name', 'age', 'weight_kg', 'sex', 'max_heart_rate'] as const) {
-        if (input[k] !== undefined) (user as any)[k] = input[k]
-      }
+    return await this.lock.run(`name:${usernameKey(input.username)}`, async () => {
+      if (await this.byName.get(usernameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
+      const user = await newUserRecord(input, now)
       // Re-check right before the atomic write: scrypt above yields the event loop.
-      if (await this.byName.get(Users.nameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
+      if (await this.byName.get(usernameKey(input.username)) !== undefined) throw new UserExistsError(input.username)
       await this.store.batch([
         { type: 'put', sublevel: this.byId, key: user.profile_id, value: user },
-        { type: 'put', sublevel: this.byName, key: Users.nameKey(user.username), value: user.profile_id }
+        { type: 'put', sublevel: this.byName, key: usernameKey(user.username), value: user.profile_id }
       ], { sync: true })
       return user
     })
@@ -117,7 +84,7 @@ export class Users implements UserStore {
    */
   async putChainMember (input: ImportedUser): Promise<{ user: UserRecord, created: boolean }> {
     return await this.lock.run(`user:${input.profile_id}`, async () => {
-      const name = Users.nameKey(input.username)
+      const name = usernameKey(input.username)
       return await this.lock.run(`name:${name}`, async () => {
         const holder = await this.byName.get(name)
         if (holder !== undefined && holder !== input.profile_id) throw new UserExistsError(input.username)
@@ -135,7 +102,7 @@ export class Users implements UserStore {
           { type: 'put', sublevel: this.byId, key: next.profile_id, value: next },
           { type: 'put', sublevel: this.byName, key: name, value: next.profile_id }
         ]
-        const oldName = current === undefined ? undefined : Users.nameKey(current.username)
+        const oldName = current === undefined ? undefined : usernameKey(current.username)
         if (oldName !== undefined && oldName !== name && await this.byName.get(oldName) === next.profile_id) ops.push({ type: 'del', sublevel: this.byName, key: oldName })
         await this.store.batch(ops, { sync: true })
         this.index(next)
@@ -152,14 +119,12 @@ export class Users implements UserStore {
     return await this.lock.run(`user:${profileId}`, async () => {
       const user = await this.byId.get(profileId)
       if (user === undefined) return undefined
-      return await this.lock.run(`name:${Users.nameKey(user.username)}`, async () => {
+      return await this.lock.run(`name:${usernameKey(user.username)}`, async () => {
         await this.store.batch([
           { type: 'del', sublevel: this.byId, key: profileId },
-          { type: 'del', sublevel: this.byName, key: Users.nameKey(user.username) }
+          { type: 'del', sublevel: this.byName, key: usernameKey(user.username) }
         ], { sync: true })
-        this.hidden.delete(profileId)
-        this.paused.delete(profileId)
-        this.consented.delete(profileId)
+        this.switches.index(profileId, undefined)
         return user
       })
     })
@@ -167,25 +132,17 @@ export class Users implements UserStore {
 
   /** Loads the in-memory room_hidden and ingestion_paused indexes (once at start, before readings and room streams flow). */
   async loadRoomHidden (): Promise<void> {
-    this.hidden.clear()
-    this.paused.clear()
-    this.consented.clear()
+    this.switches.clear()
     for await (const u of this.byId.values()) this.index(u)
   }
 
   private index (u: UserRecord): void {
-    if (u.room_hidden === undefined) this.hidden.delete(u.profile_id)
-    else this.hidden.set(u.profile_id, u.room_hidden)
-    if (u.ingestion_paused === undefined) this.paused.delete(u.profile_id)
-    else this.paused.set(u.profile_id, u.ingestion_paused)
-    const consent = activeConsent(u)
-    if (consent === undefined) this.consented.delete(u.profile_id)
-    else this.consented.set(u.profile_id, consent.version)
+    this.switches.index(u.profile_id, u)
   }
 
   /** The notice version the member consented to and has not withdrawn (synchronous; see loadRoomHidden). */
   consentVersion (profileId: string): string | undefined {
-    return this.consented.get(profileId)
+    return this.switches.consentVersion(profileId)
   }
 
   /**
@@ -193,22 +150,12 @@ export class Users implements UserStore {
    * is kept as it was; one in force for another version is replaced (it ends when the new one starts).
    */
   async giveConsent (profileId: string, version: string, how: ConsentHow, now = Date.now()): Promise<UserRecord | undefined> {
-    return await this.update(profileId, u => {
-      const active = activeConsent(u)
-      if (active?.version === version) return u
-      if (active !== undefined) active.withdrawn_at = now
-      u.consents = [...(u.consents ?? []), { version, given_at: now, how }]
-      return u
-    })
+    return await this.update(profileId, u => withConsent(u, version, how, now))
   }
 
   /** Withdraws the consent in force, if any (nothing is deleted: erasure is separate). */
   async withdrawConsent (profileId: string, now = Date.now()): Promise<UserRecord | undefined> {
-    return await this.update(profileId, u => {
-      const active = activeConsent(u)
-      if (active !== undefined) active.withdrawn_at = now
-      return u
-    })
+    return await this.update(profileId, u => withoutConsent(u, now))
   }
 
   /**
@@ -216,7 +163,7 @@ export class Users implements UserStore {
    * from room displays, or paused ingestion (no readings flow, so displays say "paused" rather than go stale).
    */
   roomHidden (profileId: string, now = Date.now()): boolean {
-    return roomHiddenNow(this.hidden.get(profileId), now) || this.ingestionPaused(profileId, now)
+    return this.switches.roomHidden(profileId, now)
   }
 
   /**
@@ -225,26 +172,22 @@ export class Users implements UserStore {
    * so showing oneself again does not reveal the bpm, trend or calories of the hidden time.
    */
   roomVisibleSince (profileId: string, now = Date.now()): number {
-    const h = this.hidden.get(profileId)
-    return h === undefined || h.until === null || h.until > now ? 0 : h.until
+    return this.switches.roomVisibleSince(profileId, now)
   }
 
   /** Until when displays show the member as paused: null for "until turned off" (or not paused). */
   roomPausedUntil (profileId: string, now = Date.now()): number | null {
-    const active = [this.hidden.get(profileId), this.paused.get(profileId)].filter(h => roomHiddenNow(h, now))
-    if (active.length === 0 || active.some(h => h?.until == null)) return null
-    return Math.max(...active.map(h => h?.until ?? 0))
+    return this.switches.roomPausedUntil(profileId, now)
   }
 
   /** Whether the member's ingestion is paused now (synchronous; the ingest pipeline asks for every reading). */
   ingestionPaused (profileId: string, now = Date.now()): boolean {
-    return roomHiddenNow(this.paused.get(profileId), now)
+    return this.switches.ingestionPaused(profileId, now)
   }
 
   /** The member's ingestion pause as the API shows it. */
   ingestionPause (profileId: string, now = Date.now()): { paused: boolean, until: number | null } {
-    const p = this.paused.get(profileId)
-    return roomHiddenNow(p, now) ? { paused: true, until: p?.until ?? null } : { paused: false, until: null }
+    return this.switches.ingestionPause(profileId, now)
   }
 
   async get (profileId: string): Promise<UserRecord | undefined> {
@@ -252,7 +195,7 @@ export class Users implements UserStore {
   }
 
   async byUsername (username: string): Promise<UserRecord | undefined> {
-    const id = await this.byName.get(Users.nameKey(username))
+    const id = await this.byName.get(usernameKey(username))
     return id === undefined ? undefined : await this.byId.get(id)
   }
 
@@ -275,10 +218,7 @@ export class Users implements UserStore {
   }
 
   async grantFeature (profileId: string, feature: string): Promise<UserRecord | undefined> {
-    return await this.update(profileId, u => {
-      if (!u.features.includes(feature)) u.features.push(feature)
-      return u
-    })
+    return await this.update(profileId, u => withFeature(u, feature))
   }
 
   private readonly homeAssistantListeners = new Set<(user: UserRecord) => void>()

@@ -1,8 +1,7 @@
 // OAuth clients in PostgreSQL: the ClientStore of api/store/clients.ts. Secrets are scrypt hashes, shown once when
 // the client is created. Nothing is kept in memory, so every instance reads the same clients.
 import type pg from 'pg'
-import { checkRedirectUri } from '../../api/store/clients.ts'
-import { dummyVerify, hashSecret, newId, newSecret, verifySecret } from '../../api/store/secrets.ts'
+import { clientIdValid, clientWithSecret, newClientRecord } from '../../api/store/clients.ts'
 import type { ClientRecord, ClientStore, NewClient } from '../../api/store/types.ts'
 
 export class PgClients implements ClientStore {
@@ -10,31 +9,21 @@ export class PgClients implements ClientStore {
 
   /** Throws InvalidRedirectUriError (api/store/clients.ts) for a redirect URI that cannot be registered. */
   async create (input: NewClient, now = Date.now()): Promise<{ client: ClientRecord, client_secret: string | null }> {
-    for (const uri of input.redirect_uris) checkRedirectUri(uri)
-    const secret = input.public === true ? null : newSecret()
-    const client: ClientRecord = {
-      client_id: newId(),
-      name: input.name,
-      secret_hash: secret === null ? null : await hashSecret(secret),
-      redirect_uris: [...input.redirect_uris],
-      owner: input.owner ?? null,
-      created_at: now
-    }
+    const created = await newClientRecord(input, now)
+    const { client } = created
     await this.pool.query('INSERT INTO clients (client_id, record, created_at) VALUES ($1, $2, $3)', [client.client_id, JSON.stringify(client), now])
-    return { client, client_secret: secret }
+    return created
   }
 
   async get (clientId: string): Promise<ClientRecord | undefined> {
-    if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) return undefined
+    if (!clientIdValid(clientId)) return undefined
     const { rows } = await this.pool.query<{ record: ClientRecord }>('SELECT record FROM clients WHERE client_id = $1', [clientId])
     return rows[0]?.record
   }
 
   /** Authenticates a confidential client; unknown clients cost the same time as a wrong secret. */
   async authenticate (clientId: string, secret: string): Promise<ClientRecord | undefined> {
-    const client = await this.get(clientId)
-    if (client === undefined || client.secret_hash === null) { await dummyVerify(secret); return undefined }
-    return (await verifySecret(secret, client.secret_hash)) ? client : undefined
+    return await clientWithSecret(await this.get(clientId), secret)
   }
 
   /** Oldest first. */

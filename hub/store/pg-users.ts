@@ -1,142 +1,26 @@
 // Users in PostgreSQL: the UserStore of api/store/users.ts, for hub instances that share one database. A member's
 // switches (room hidden, ingestion paused, consent in force) are asked synchronously for every reading, so every
 // instance keeps them in memory: a trigger (hub/migrations/003-store-accounts.sql) notifies `hr_users` with the
-// profile id in the transaction of any change of a user row, and each instance reloads that user (RowMirror).
+// profile id in the transaction of any change of a user row, and each instance reloads that user (RowMirror, pg-mirror.ts).
 import type pg from 'pg'
 import type { Logger } from 'pino'
-import { activeConsent, roomHiddenNow, UserExistsError } from '../../api/store/users.ts'
-import { dummyVerify, hashSecret, newId, verifySecret } from '../../api/store/secrets.ts'
-import type { ConsentHow, NewUser, RoomHidden, UserRecord, UserStore } from '../../api/store/types.ts'
+import { UserExistsError } from '../../api/store/users.ts'
+import { MemberSwitches } from '../../api/store/member-switches.ts'
+import { newUserRecord, usernameKey, withConsent, withFeature, withoutConsent } from '../../api/store/user-records.ts'
+import { dummyVerify, verifySecret } from '../../api/store/secrets.ts'
+import type { ConsentHow, NewUser, UserRecord, UserStore } from '../../api/store/types.ts'
 import type { PgEvents } from './pg-events.ts'
+import { RowMirror } from './pg-mirror.ts'
 import { inTransaction } from './pg-op.ts'
 
-const DAY = 86_400_000
 /** PostgreSQL's unique_violation. */
 const UNIQUE_VIOLATION = '23505'
-
-/** What an instance keeps in memory of a table, and how it reads it back. */
-export interface MirrorSource<R> {
-  /** The current rows of these keys; a key missing from the answer has no row. */
-  some (keys: string[]): Promise<Map<string, R>>
-  /** Every row memory holds something of; a key held in memory and missing from the answer has none. */
-  all (): Promise<Map<string, R>>
-  /** The keys memory holds something of. */
-  held (): Iterable<string>
-  /** Makes memory hold the row of `key` (undefined: none). */
-  apply (key: string, row: R | undefined): void
-  /** True once the store is closed (its pool ended): a failed reload is not retried. */
-  closed (): boolean
-}
-
-/**
- * Keeps an instance's memory of a table right while other instances write it. A notification on `channel` names a
- * changed key ('' for all); keys heard while a reload runs are reloaded together by the next one, and reloads run
- * one at a time. A reload that failed is retried; a reconnection of the notification connection reloads all.
- *
- * A reload may read a row before a write of this instance commits and answer after it: each application carries
- * a ticket, taken when its read starts (a reload) or once its write committed (`local`), and a row never replaces
- * the one applied with a later ticket.
- */
-export class RowMirror<R> {
-  private tickets = 0
-  /** The ticket of what was last applied per key; cleared when no reload is in flight (then nothing can be stale). */
-  private readonly appliedAt = new Map<string, number>()
-  private queued = new Set<string>()
-  private queuedAll = false
-  private work: Promise<void> = Promise.resolve()
-  private retry: NodeJS.Timeout | null = null
-  private readonly cleanups: Array<() => void> = []
-  private started = false
-
-  constructor (private readonly source: MirrorSource<R>, private readonly events: PgEvents, private readonly channel: string, private readonly log?: Logger) {}
-
-  /** Listens for changes, then reads every row (rejects when the read fails). */
-  async start (): Promise<void> {
-    if (!this.started) {
-      this.started = true
-      this.cleanups.push(await this.events.listen(this.channel, key => { this.changed(key) }))
-      this.cleanups.push(this.events.onReconnect(() => { this.changed('') }))
-    }
-    // In the queue, as every reload: two reloads at once could apply each other's stale rows.
-    const run = this.work.then(async () => { await this.reload(true, []) })
-    this.work = run.catch(() => {})
-    await run
-  }
-
-  stop (): void {
-    this.started = false
-    for (const off of this.cleanups.splice(0)) off()
-    if (this.retry !== null) clearTimeout(this.retry)
-    this.retry = null
-  }
-
-  /** A write of this instance committed: memory holds its row from now on. */
-  local (key: string, row: R | undefined): void {
-    this.put(key, row, ++this.tickets)
-  }
-
-  /** Resolves once every change heard so far is in memory. */
-  async settled (): Promise<void> {
-    let current: Promise<void>
-    do { current = this.work; await current } while (current !== this.work)
-  }
-
-  private changed (key: string): void {
-    if (key === '') this.queuedAll = true
-    else this.queued.add(key)
-    this.schedule()
-  }
-
-  private schedule (): void {
-    if (!this.started) return
-    this.work = this.work.then(async () => { await this.drain() })
-  }
-
-  private async drain (): Promise<void> {
-    const all = this.queuedAll
-    const keys = [...this.queued]
-    if (!this.started || (!all && keys.length === 0)) return
-    this.queuedAll = false
-    this.queued = new Set()
-    try {
-      await this.reload(all, keys)
-    } catch (err) {
-      if (this.source.closed()) { this.stop(); return }
-      this.log?.warn({ err: (err as Error).message, channel: this.channel }, 'reloading changed rows failed; retrying')
-      this.queuedAll ||= all
-      for (const k of keys) this.queued.add(k)
-      this.retry ??= setTimeout(() => { this.retry = null; this.schedule() }, 1000)
-      this.retry.unref()
-    }
-  }
-
-  private async reload (all: boolean, keys: string[]): Promise<void> {
-    const ticket = ++this.tickets
-    this.appliedAt.clear()
-    try {
-      const rows = all ? await this.source.all() : await this.source.some(keys)
-      const gone = new Set(all ? this.source.held() : keys)
-      for (const [key, row] of rows) { gone.delete(key); this.put(key, row, ticket) }
-      for (const key of gone) this.put(key, undefined, ticket)
-    } finally {
-      this.appliedAt.clear()
-    }
-  }
-
-  private put (key: string, row: R | undefined, ticket: number): void {
-    if ((this.appliedAt.get(key) ?? 0) > ticket) return
-    this.appliedAt.set(key, ticket)
-    this.source.apply(key, row)
-  }
-}
 
 export interface PgUsersOptions { events: PgEvents, log?: Logger }
 
 export class PgUsers implements UserStore {
-  /** room_hidden, ingestion_paused and the consent in force of every member that has one (see Users). */
-  private readonly hidden = new Map<string, RoomHidden>()
-  private readonly paused = new Map<string, RoomHidden>()
-  private readonly consented = new Map<string, string>()
+  /** room_hidden, ingestion_paused and the consent in force of every member that has one. */
+  private readonly switches = new MemberSwitches()
   /** Members opted in to Home Assistant: listeners hear each change of it as memory takes it, whichever instance made it. */
   private readonly homeAssistant = new Set<string>()
   private readonly homeAssistantListeners = new Set<(user: UserRecord) => void>()
@@ -147,15 +31,10 @@ export class PgUsers implements UserStore {
       some: async keys => await this.records('SELECT record FROM users WHERE profile_id = ANY($1)', [keys]),
       // Only members with a switch, a consent or a Home Assistant choice: memory holds nothing of the others.
       all: async () => await this.records("SELECT record FROM users WHERE record ?| ARRAY['room_hidden', 'ingestion_paused', 'consents', 'home_assistant']", []),
-      held: () => new Set([...this.hidden.keys(), ...this.paused.keys(), ...this.consented.keys(), ...this.homeAssistant]),
+      held: () => new Set([...this.switches.held(), ...this.homeAssistant]),
       apply: (key, row) => { this.index(key, row) },
       closed: () => pool.ending
     }, options.events, 'hr_users', options.log)
-  }
-
-  /** The same key as Users' index of usernames (api/store/users.ts): NFC, lower case. */
-  private static nameKey (username: string): string {
-    return username.normalize('NFC').toLowerCase()
   }
 
   /** Listens for changes of users made by any instance and loads every member's switches; call once before use. */
@@ -175,13 +54,7 @@ export class PgUsers implements UserStore {
   }
 
   private index (profileId: string, u: UserRecord | undefined): void {
-    if (u?.room_hidden === undefined) this.hidden.delete(profileId)
-    else this.hidden.set(profileId, u.room_hidden)
-    if (u?.ingestion_paused === undefined) this.paused.delete(profileId)
-    else this.paused.set(profileId, u.ingestion_paused)
-    const consent = u === undefined ? undefined : activeConsent(u)
-    if (consent === undefined) this.consented.delete(profileId)
-    else this.consented.set(profileId, consent.version)
+    this.switches.index(profileId, u)
     const was = this.homeAssistant.has(profileId)
     if (u?.home_assistant === true) this.homeAssistant.add(profileId)
     else this.homeAssistant.delete(profileId)
@@ -192,25 +65,9 @@ export class PgUsers implements UserStore {
   }
 
   async create (input: NewUser, now = Date.now()): Promise<UserRecord> {
-    const key = PgUsers.nameKey(input.username)
+    const key = usernameKey(input.username)
     if (await this.byUsername(input.username) !== undefined) throw new UserExistsError(input.username)
-    const plan = input.premium ?? 'none'
-    const expires = input.premium_expires_at !== undefined
-      ? input.premium_expires_at
-      : plan === 'trial' ? now + 14 * DAY : plan === 'subscription' ? now + 30 * DAY : null
-    const user: UserRecord = {
-      profile_id: newId(),
-      username: input.username,
-      password_hash: await hashSecret(input.password),
-      channel: input.channel ?? input.username,
-      mobile_login: false,
-      premium: { plan, expires_at: expires },
-      features: [],
-      created_at: now
-    }
-    for (const k of ['display_name', 'age', 'weight_kg', 'sex', 'max_heart_rate'] as const) {
-      if (input[k] !== undefined) (user as any)[k] = input[k]
-    }
+    const user = await newUserRecord(input, now)
     // The unique username_key decides between two instances creating the same username at once.
     const { rowCount } = await this.pool.query(
       'INSERT INTO users (profile_id, username, username_key, record, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (username_key) DO NOTHING',
@@ -229,49 +86,35 @@ export class PgUsers implements UserStore {
   }
 
   consentVersion (profileId: string): string | undefined {
-    return this.consented.get(profileId)
+    return this.switches.consentVersion(profileId)
   }
 
   async giveConsent (profileId: string, version: string, how: ConsentHow, now = Date.now()): Promise<UserRecord | undefined> {
-    return await this.update(profileId, u => {
-      const active = activeConsent(u)
-      if (active?.version === version) return u
-      if (active !== undefined) active.withdrawn_at = now
-      u.consents = [...(u.consents ?? []), { version, given_at: now, how }]
-      return u
-    })
+    return await this.update(profileId, u => withConsent(u, version, how, now))
   }
 
   async withdrawConsent (profileId: string, now = Date.now()): Promise<UserRecord | undefined> {
-    return await this.update(profileId, u => {
-      const active = activeConsent(u)
-      if (active !== undefined) active.withdrawn_at = now
-      return u
-    })
+    return await this.update(profileId, u => withoutConsent(u, now))
   }
 
   roomHidden (profileId: string, now = Date.now()): boolean {
-    return roomHiddenNow(this.hidden.get(profileId), now) || this.ingestionPaused(profileId, now)
+    return this.switches.roomHidden(profileId, now)
   }
 
   roomVisibleSince (profileId: string, now = Date.now()): number {
-    const h = this.hidden.get(profileId)
-    return h === undefined || h.until === null || h.until > now ? 0 : h.until
+    return this.switches.roomVisibleSince(profileId, now)
   }
 
   roomPausedUntil (profileId: string, now = Date.now()): number | null {
-    const active = [this.hidden.get(profileId), this.paused.get(profileId)].filter(h => roomHiddenNow(h, now))
-    if (active.length === 0 || active.some(h => h?.until == null)) return null
-    return Math.max(...active.map(h => h?.until ?? 0))
+    return this.switches.roomPausedUntil(profileId, now)
   }
 
   ingestionPaused (profileId: string, now = Date.now()): boolean {
-    return roomHiddenNow(this.paused.get(profileId), now)
+    return this.switches.ingestionPaused(profileId, now)
   }
 
   ingestionPause (profileId: string, now = Date.now()): { paused: boolean, until: number | null } {
-    const p = this.paused.get(profileId)
-    return roomHiddenNow(p, now) ? { paused: true, until: p?.until ?? null } : { paused: false, until: null }
+    return this.switches.ingestionPause(profileId, now)
   }
 
   async get (profileId: string): Promise<UserRecord | undefined> {
@@ -280,7 +123,7 @@ export class PgUsers implements UserStore {
   }
 
   async byUsername (username: string): Promise<UserRecord | undefined> {
-    const { rows } = await this.pool.query<{ record: UserRecord }>('SELECT record FROM users WHERE username_key = $1', [PgUsers.nameKey(username)])
+    const { rows } = await this.pool.query<{ record: UserRecord }>('SELECT record FROM users WHERE username_key = $1', [usernameKey(username)])
     return rows[0]?.record
   }
 
@@ -299,7 +142,7 @@ export class PgUsers implements UserStore {
       const changed = change(user)
       try {
         await client.query('UPDATE users SET username = $2, username_key = $3, record = $4 WHERE profile_id = $1',
-          [profileId, changed.username, PgUsers.nameKey(changed.username), JSON.stringify(changed)])
+          [profileId, changed.username, usernameKey(changed.username), JSON.stringify(changed)])
       } catch (err) {
         if ((err as { code?: string }).code === UNIQUE_VIOLATION) throw new UserExistsError(changed.username)
         throw err
@@ -311,10 +154,7 @@ export class PgUsers implements UserStore {
   }
 
   async grantFeature (profileId: string, feature: string): Promise<UserRecord | undefined> {
-    return await this.update(profileId, u => {
-      if (!u.features.includes(feature)) u.features.push(feature)
-      return u
-    })
+    return await this.update(profileId, u => withFeature(u, feature))
   }
 
   /** Sets a member's Home Assistant opt-in; listeners hear the updated record when it changed (on every instance). */
