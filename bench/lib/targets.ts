@@ -44,6 +44,8 @@ export function classStreamingTarget (seconds: number, streaming: number, straps
 
 /** hub: readings/s a chain's hub stores sustained (100 gyms of 100 straps at 1 Hz), and none lost. */
 export const HUB_PER_SECOND = 10_000
+/** Issue 42 §4: a box's acknowledgement to a hub WebSocket, at HUB_PER_SECOND. */
+export const HUB_P99_MS = 100
 
 export function hubTarget (perSecond: number, lost: number): Target {
   return { text: `>= ${thousands(HUB_PER_SECOND)} readings/s, none lost`, met: perSecond >= HUB_PER_SECOND && lost === 0 }

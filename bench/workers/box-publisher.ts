@@ -16,6 +16,10 @@ let acked = 0
 let published = 0
 let base = Date.now() - 3_600_000
 let seq = 0
+/** Profiles whose readings' times of acknowledgement are kept (`profile|measured_at` → ms since the epoch). */
+let watched = new Set<string>()
+const ackedAt = new Map<string, number>()
+const clock = (): number => performance.timeOrigin + performance.now()
 
 async function connect (o: { url: string, root: string, boxes: number, profilesPerBox: number }): Promise<void> {
   boxes = await Promise.all(Array.from({ length: o.boxes }, async (_, i) => {
@@ -53,7 +57,10 @@ async function run (o: { ratePerSecond: number, durationS: number }): Promise<{ 
       while (sent < due) {
         const box = boxes[sent % boxes.length]!
         const profile = box.profiles[Math.floor(sent / boxes.length) % box.profiles.length]!
-        box.queue.push([upstreamTopic(box.prefix, profile), upstreamPayload({ measured_at: base + seq++, heart_rate: 60 + (sent % 120), source: 'ble' })])
+        const at = base + seq++
+        // A box acknowledges a reading once stored and then queues it for its upstream: this is that moment.
+        if (watched.has(profile)) ackedAt.set(`${profile}|${at}`, clock())
+        box.queue.push([upstreamTopic(box.prefix, profile), upstreamPayload({ measured_at: at, heart_rate: 60 + (sent % 120), source: 'ble' })])
         sent++
         published++
         pump(box)
@@ -71,4 +78,20 @@ async function stop (): Promise<void> {
   boxes = []
 }
 
-serve({ connect, run, stop, reset: async () => { await stop(); acked = 0; published = 0; base = Date.now() - 3_600_000; seq = 0 } })
+/** The profile ids of the simulated boxes (`p-<box>-<k>`), so that a bench can open their streams. */
+async function profiles (): Promise<string[]> {
+  return boxes.flatMap(b => b.profiles)
+}
+
+/** Keeps the acknowledgement times of these profiles' readings from now on. */
+async function watch (o: { profiles: string[] }): Promise<void> {
+  watched = new Set(o.profiles)
+  ackedAt.clear()
+}
+
+/** The acknowledgement times kept since `watch`: [profile|measured_at, ms since the epoch]. */
+async function acknowledgedAt (): Promise<Array<[string, number]>> {
+  return [...ackedAt]
+}
+
+serve({ connect, run, stop, profiles, watch, acknowledgedAt, reset: async () => { await stop(); acked = 0; published = 0; base = Date.now() - 3_600_000; seq = 0; ackedAt.clear() } })
