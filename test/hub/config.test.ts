@@ -12,7 +12,8 @@ t.test('the smallest configuration, with its defaults', async t => {
     log_level: 'info',
     postgres: { url: 'postgres://hub@db/hub', pool_size: 10 },
     mqtt: { url: 'mqtt://broker:1883', client_id: 'hub-1', topic_root: 'hr-relay-chain/v1', share_group: 'hr-relay-hub', keepalive_s: 30, clean_start: false, receive_maximum: 1000 },
-    http: { host: '127.0.0.1', port: 8090 }
+    http: { host: '127.0.0.1', port: 8090, rate_limit_per_second: 20 },
+    data: { raw_retention_days: 35, rollup_retention_days: 400, stream_gap_seconds: 5, session_gap_seconds: 300 }
   })
 })
 
