@@ -20,7 +20,7 @@ import type { HealthEntry } from '../api/services.ts'
 import type { ErasureHook } from '../api/privacy/erase.ts'
 import { decodeMembership, membersTopic, type ChainMembership } from '../firmware-protocol/upstream.ts'
 import type { Config } from './config.ts'
-import { loadMqttConnect } from './mqtt-client.ts'
+import { endClient, loadMqttConnect } from './mqtt-client.ts'
 import { applyRevision, type ApplyDeps, type ChainLedger, type RevisionOutcome } from './chain-revision.ts'
 
 export interface ChainMembersDeps extends Omit<ApplyDeps, 'ledger' | 'log'> {
@@ -215,13 +215,7 @@ export class ChainMembers {
     const client = this.client
     this.client = null
     if (client !== null) {
-      const closed = client.stream === undefined || client.stream.closed
-        ? Promise.resolve()
-        : new Promise<void>(resolve => { client.stream.once('close', () => { resolve() }) })
-      await client.endAsync(true)
-      // As relay/upstream.ts: mqtt.js's own listeners stay until the socket closed; ours go then.
-      await closed
-      for (const [event, fn] of this.listeners) client.off(event, fn)
+      await endClient(client, this.listeners)
       this.listeners = []
     }
     // An application in progress (an erasure among them) ends before the store closes.

@@ -32,7 +32,7 @@ import type { Logger } from 'pino'
 import type { Store, Sub } from '../api/store/db.ts'
 import type { StoredReading } from '../api/pipeline/reading.ts'
 import type { HealthEntry } from '../api/services.ts'
-import { loadMqttConnect } from './mqtt-client.ts'
+import { endClient, loadMqttConnect } from './mqtt-client.ts'
 import { erasurePayload, erasureTopic, upstreamPayload, upstreamTopic } from '../firmware-protocol/upstream.ts'
 
 // The topics and payloads are the upstream wire format (firmware-protocol/upstream.ts), which a hub parses.
@@ -298,15 +298,7 @@ export class UpstreamBridge {
     const client = this.client
     this.client = null
     if (client !== null) {
-      const closed = client.stream === undefined || client.stream.closed
-        ? Promise.resolve()
-        : new Promise<void>(resolve => { client.stream.once('close', () => { resolve() }) })
-      await client.endAsync(true)
-      // endAsync can resolve before the socket's 'close'; mqtt.js clears its CONNACK timer on that
-      // event, so its own listeners must stay until then (removing them let a stop during a
-      // connection attempt fire 'connack timeout' with no listener and crash the process).
-      await closed
-      for (const [event, fn] of this.listeners) client.off(event, fn)
+      await endClient(client, this.listeners)
       this.listeners = []
     }
     this.inflight.clear()

@@ -21,6 +21,7 @@ import type pg from 'pg'
 import type { Logger } from 'pino'
 import type { ChainMessage } from '../../firmware-protocol/upstream.ts'
 import { ERASE_BOX_MEMBER_SQL, LOCK_PROFILES_SQL, sqlGap, STORE_READINGS_SQL, storeReadingsParams, type ReadingRow, type StoreReadingsRow } from '../store/pg-readings-write.ts'
+import { inTransaction, withClient } from '../store/pg-op.ts'
 
 export interface Pending { message: ChainMessage, done: () => void }
 
@@ -123,21 +124,13 @@ export class ChainWriter {
       readings.push(q)
       if (q.deferrals >= MAX_DEFERRALS) wait = true
     }
-    const client = await this.pool.connect()
-    let broken = false
-    // A checked-out client reports a dropped connection (PostgreSQL restarting) as an 'error' event, which
-    // unhandled would end the process; the query in progress rejects as well, and the group is retried.
-    const dropped = (): void => { broken = true }
-    client.on('error', dropped)
-    try {
-      // Readings alone are one statement, atomic by itself; erasures join them in one transaction, which waits
-      // for the members it needs (all locked first, in one order) so that the erasure is applied whole.
-      const transaction = erasures.length > 0
-      if (transaction) {
-        wait = true
-        await client.query('BEGIN')
-        await client.query(LOCK_PROFILES_SQL, [[...rows.map(r => r.profile_id), ...erasures.map(e => e.profile_id)]])
-      }
+    // Readings alone are one statement, atomic by itself; erasures join them in one transaction, which waits for
+    // the members it needs (all locked first, in one order) so that the erasure is applied whole. A dropped
+    // connection (PostgreSQL restarting) rejects the query in progress, and the group is retried.
+    const transaction = erasures.length > 0
+    if (transaction) wait = true
+    const { stored, deferred } = await (transaction ? inTransaction : withClient)(this.pool, async client => {
+      if (transaction) await client.query(LOCK_PROFILES_SQL, [[...rows.map(r => r.profile_id), ...erasures.map(e => e.profile_id)]])
       let stored = 0
       let deferred: Queued[] = []
       if (rows.length > 0) {
@@ -146,21 +139,13 @@ export class ChainWriter {
         deferred = (answer?.deferred ?? []).flatMap(i => readings[i - 1] ?? [])
       }
       for (const e of erasures) await client.query(ERASE_BOX_MEMBER_SQL, [e.box_id, e.profile_id, e.erased_at, sqlGap(this.gapMs)])
-      if (transaction) await client.query('COMMIT')
-      this.counts.commits++
-      this.counts.stored += stored
-      this.counts.duplicates += rows.length - deferred.length - stored
-      this.counts.erasures += erasures.length
-      this.counts.deferred += deferred.length
-      return deferred
-    } catch (err) {
-      broken = true
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      // A client whose transaction failed (often a dropped connection) is not given back for reuse.
-      client.off('error', dropped)
-      client.release(broken)
-    }
+      return { stored, deferred }
+    })
+    this.counts.commits++
+    this.counts.stored += stored
+    this.counts.duplicates += rows.length - deferred.length - stored
+    this.counts.erasures += erasures.length
+    this.counts.deferred += deferred.length
+    return deferred
   }
 }

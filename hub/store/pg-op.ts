@@ -18,28 +18,38 @@ export function isPgOp (op: WriteOp): op is PgOp {
 }
 
 /**
- * Runs `fn` with a client in one transaction (BEGIN … COMMIT, ROLLBACK on a throw). A client whose transaction
- * failed is not given back for reuse (often its connection dropped), and its 'error' event is handled: unhandled,
- * a PostgreSQL restart would end the process.
+ * Runs `fn` with a client of the pool. Its 'error' event is handled (unhandled, a PostgreSQL restart would end the
+ * process), and a client whose work failed is not given back for reuse (often its connection dropped).
  */
-export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withClient<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken = false
   const dropped = (): void => { broken = true }
   client.on('error', dropped)
   try {
-    await client.query('BEGIN')
-    const out = await fn(client)
-    await client.query('COMMIT')
-    return out
+    return await fn(client)
   } catch (err) {
     broken = true
-    await client.query('ROLLBACK').catch(() => {})
     throw err
   } finally {
     client.off('error', dropped)
     client.release(broken)
   }
+}
+
+/** Runs `fn` with a client in one transaction (BEGIN … COMMIT, ROLLBACK on a throw), as withClient. */
+export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return await withClient(pool, async client => {
+    await client.query('BEGIN')
+    try {
+      const out = await fn(client)
+      await client.query('COMMIT')
+      return out
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    }
+  })
 }
 
 /** Runs ops in order in one transaction; refuses an op that another backend made. */
