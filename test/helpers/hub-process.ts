@@ -21,14 +21,18 @@ export class HubProcess {
 
   get pid (): number { return this.child?.pid ?? -1 }
 
-  /** Starts the instance; resolves once it has subscribed at the broker (its own log line). */
+  /**
+   * Starts the instance; resolves once it has subscribed at the broker and its HTTP server listens (its own log
+   * lines, which come in either order: the broker's answer may arrive before or after the listen).
+   */
   async start (): Promise<void> {
     const child = spawn(process.execPath, [BIN, 'hub', 'start', '--config', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.env } })
     this.child = child
     child.stderr.on('data', d => { this.stderr += String(d) })
     let pending = ''
     const from = this.lines.length
-    await untilReady(child, child.stdout, `hub ${this.clientId}`, () => this.lines.slice(from).some(l => l.includes('"msg":"subscribed at the broker"')), text => {
+    this.url = ''
+    await untilReady(child, child.stdout, `hub ${this.clientId}`, () => this.url !== '' && this.lines.slice(from).some(l => l.includes('"msg":"subscribed at the broker"')), text => {
       const parts = (pending + text).split('\n')
       pending = parts.pop() ?? ''
       for (const line of parts) {
