@@ -28,6 +28,7 @@ import { profilePlugin } from '../api/http/profile.ts'
 import { featureFlagsPlugin } from '../api/http/feature-flags.ts'
 import { oauthPlugin } from '../api/oauth/plugin.ts'
 import type { OAuthCodeStore } from '../api/oauth/codes.ts'
+import type { OAuthAttempts } from '../api/oauth/context.ts'
 import { sharedSessions } from '../api/oauth/session.ts'
 import type { ApiConfig, HealthEntry, Services } from '../api/services.ts'
 import type { ReadingSource, StoredReading } from '../api/pipeline/reading.ts'
@@ -35,6 +36,8 @@ import type { HubConfig } from './config.ts'
 import type { PgStores } from './store/pg-stores.ts'
 import { READINGS_CHANNEL, decodeReadingsNotice } from './store/pg-readings.ts'
 import { PgOAuthCodes, PgSignInSessions } from './store/pg-oauth.ts'
+import { pgOAuthAttempts } from './store/pg-attempts.ts'
+import { pgUnavailable } from './store/pg-op.ts'
 
 /**
  * The services the hub's features use: the store interfaces, the OAuth codes and device sessions, the pipeline,
@@ -42,6 +45,7 @@ import { PgOAuthCodes, PgSignInSessions } from './store/pg-oauth.ts'
  */
 export type HubServices = Pick<Services, 'log' | 'config' | 'health' | 'tokens' | 'users' | 'clients' | 'devices' | 'readings' | 'pipeline' | 'hub'> & {
   oauthCodes: OAuthCodeStore
+  oauthAttempts: OAuthAttempts
 }
 
 export const hubFeatures: Array<FastifyPluginAsync<HubServices>> = [
@@ -131,12 +135,13 @@ export async function buildHubApi (config: HubConfig, stores: PgStores, o: HubAp
     readings: stores.readings,
     pipeline,
     hub: live,
-    oauthCodes: new PgOAuthCodes(stores.pool, oauthLog)
+    oauthCodes: new PgOAuthCodes(stores.pool, oauthLog),
+    oauthAttempts: pgOAuthAttempts(stores.pool, { log: oauthLog })
   }
   // The sign-in sessions of the OAuth pages, one per server (keyed by its configuration, as on a box).
   const sessions = sharedSessions(services.config, { secure: services.config.publicUrl.startsWith('https:') })
   await sessions.persistWith(signIns)
-  const app = await buildServer(services, { features: [...hubFeatures, async app => { await app.register(o.health) }], healthRoute: false })
+  const app = await buildServer(services, { features: [...hubFeatures, async app => { await app.register(o.health) }], healthRoute: false, storeUnavailable: pgUnavailable })
   pipeline.start()
   return {
     app,

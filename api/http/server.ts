@@ -44,6 +44,11 @@ export interface ServerOptions<S extends ServerServices = Services> {
   tls?: { cert: Buffer, key: Buffer }
   /** Serve GET /health with the sources' health (default true; the hub registers its own). */
   healthRoute?: boolean
+  /**
+   * Whether a failure is the store's database being out of reach (the hub's PostgreSQL restarting): answered 503
+   * `storage_busy` with Retry-After, as a moment when the box's store is swapped, never as a 500.
+   */
+  storeUnavailable?: (err: unknown) => boolean
 }
 
 const DEFAULT_TIMEOUTS = { headersMs: 10_000, requestMs: 30_000, keepAliveMs: 5_000 }
@@ -72,8 +77,9 @@ function toApiError (err: FastifyError): ApiError {
   return new ApiError('processing', { cause: err })
 }
 
-function storageError (kind: 'full' | 'io' | 'busy', cause: unknown): ApiError {
+function storageError (kind: 'full' | 'io' | 'busy' | 'unreachable', cause: unknown): ApiError {
   if (kind === 'busy') return new ApiError('storage_busy', { detail: 'the store is being rewritten after an erasure; retry in a second', cause })
+  if (kind === 'unreachable') return new ApiError('storage_busy', { detail: 'the database is out of reach for a moment; nothing was written; retry in a second', cause })
   return kind === 'full'
     ? new ApiError('storage_full', { detail: 'no space left on the device of the data directory; nothing was stored', cause })
     : new ApiError('storage_failed', { detail: 'the data store could not write to disk; nothing was stored', cause })
@@ -124,9 +130,9 @@ export async function buildServer<S extends ServerServices> (services: S, option
       return await reply.code(error.status).headers({ 'cache-control': 'no-store', pragma: 'no-cache', ...error.headers }).send(error.body())
     }
     // A failed disk write, wherever it surfaces (also wrapped, as the write endpoint's 6001), says what happened.
-    const storage = storageFailure(error)
+    const storage = storageFailure(error) ?? (options.storeUnavailable?.(error) === true ? 'unreachable' : undefined)
     const apiError = storage !== undefined ? storageError(storage, error) : error instanceof ApiError ? error : toApiError(error as FastifyError)
-    if (storage === 'busy') { void reply.header('retry-after', '1'); request.log.debug({ url: request.routeOptions.url }, 'store busy (being rewritten)') } else if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? error, url: request.routeOptions.url }, 'request failed')
+    if (storage === 'busy' || storage === 'unreachable') { void reply.header('retry-after', '1'); request.log.debug({ url: request.routeOptions.url, storage }, 'store busy or out of reach') } else if (apiError.status >= 500) request.log.error({ err: apiError.cause ?? error, url: request.routeOptions.url }, 'request failed')
     else request.log.debug({ code: apiError.code, url: request.routeOptions.url }, 'request refused')
     return await reply.code(apiError.status).type('application/json; charset=utf-8').send(apiError.body())
   })

@@ -7,7 +7,7 @@ import type { UserRecord } from '../store/users.ts'
 import { OAuthState, type OAuthCodeStore } from './codes.ts'
 import { FormParams } from './form.ts'
 import { errorPage } from './pages.ts'
-import { AttemptLimiter } from './rate-limit.ts'
+import { AttemptLimiter, type AttemptCounter } from './rate-limit.ts'
 import { Sessions, sharedSessions, type Session } from './session.ts'
 import type { Services } from '../services.ts'
 
@@ -18,15 +18,28 @@ export const MANUAL_CLIENT_ID = 'hr-relay-manual'
  * What the OAuth feature uses: accounts, clients, tokens, lifetimes, the log, and the store of codes and device
  * sessions: `oauthCodes` when given (the hub's), else one kept in `store` (the box's LevelDB).
  */
-export type OAuthUses = Pick<Services, 'users' | 'clients' | 'tokens' | 'config' | 'log'> & Partial<Pick<Services, 'store'>> & { oauthCodes?: OAuthCodeStore }
+export type OAuthUses = Pick<Services, 'users' | 'clients' | 'tokens' | 'config' | 'log'> & Partial<Pick<Services, 'store'>> & {
+  oauthCodes?: OAuthCodeStore
+  /** Counters of wrong attempts shared with other processes (the hub's instances); else each process counts its own. */
+  oauthAttempts?: OAuthAttempts
+}
+
+/** The counters of wrong attempts of the OAuth pages. */
+export interface OAuthAttempts {
+  /** Wrong codes at /device: 5 per session and per address per minute. */
+  device: AttemptCounter
+  /** Wrong passwords: 10 per address and per username per minute. */
+  signIn: AttemptCounter
+}
+
+/** The limits of OAuthAttempts: [attempts, window in ms]. */
+export const ATTEMPT_LIMITS = { device: [5, 60_000], signIn: [10, 60_000] } as const satisfies Record<keyof OAuthAttempts, readonly [number, number]>
 
 export interface OAuthContext extends Pick<OAuthUses, 'users' | 'clients' | 'tokens' | 'config'> {
   state: OAuthCodeStore
   sessions: Sessions
-  /** Wrong codes at /device: 5 per session and per address per minute. */
-  deviceAttempts: AttemptLimiter
-  /** Wrong passwords: 10 per address and per username per minute. */
-  signInAttempts: AttemptLimiter
+  deviceAttempts: AttemptCounter
+  signInAttempts: AttemptCounter
   log: Logger
 }
 
@@ -44,8 +57,8 @@ export function createContext (uses: OAuthUses): OAuthContext {
     config: uses.config,
     state: codeStoreOf(uses),
     sessions: sharedSessions(uses.config, { secure: uses.config.publicUrl.startsWith('https:') }),
-    deviceAttempts: new AttemptLimiter(5, 60_000),
-    signInAttempts: new AttemptLimiter(10, 60_000),
+    deviceAttempts: uses.oauthAttempts?.device ?? new AttemptLimiter(...ATTEMPT_LIMITS.device),
+    signInAttempts: uses.oauthAttempts?.signIn ?? new AttemptLimiter(...ATTEMPT_LIMITS.signIn),
     log: uses.log.child({ component: 'oauth' })
   }
 }

@@ -68,9 +68,9 @@ export function deviceRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     if (who === null) return reply
     const keys = [`session:${who.session.key}`, `ip:${request.ip}`]
     // Reserved before the store lookup, so a parallel burst of guesses is counted too.
-    const attempt = ctx.deviceAttempts.reserve(keys)
+    const attempt = await ctx.deviceAttempts.reserve(keys)
     if (attempt === null) {
-      reply.header('retry-after', String(ctx.deviceAttempts.retryAfter(keys)))
+      reply.header('retry-after', String(await ctx.deviceAttempts.retryAfter(keys)))
       return await errorPage(reply, 429, 'Too many attempts', 'Too many wrong codes. Wait a minute, then enter the code shown on your device again.')
     }
     const values = form.all('user_code')

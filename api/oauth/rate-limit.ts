@@ -11,10 +11,23 @@
 /** A reserved attempt; `succeeded()` gives it back (a success is not a failure). */
 export interface Attempt { succeeded: () => void }
 
+/**
+ * What the sign-in and device pages count wrong attempts with: this module's AttemptLimiter in one process, or a
+ * counter that several processes share (the hub's, hub/store/pg-attempts.ts), so that a limit holds however many
+ * instances an attacker's attempts are spread over. `reserve` counts the attempt before it resolves, so the
+ * caller awaits it before the slow check it guards.
+ */
+export interface AttemptCounter {
+  /** Counts an attempt under every key, or answers null (and counts nothing) when any key is at its limit. */
+  reserve (keys: string[]): Attempt | null | Promise<Attempt | null>
+  /** Seconds until every key is below the limit again (for Retry-After); at least 1. */
+  retryAfter (keys: string[]): number | Promise<number>
+}
+
 /** Keys kept at most; beyond it the oldest keys that are not locked out go first. */
 export const MAX_KEYS = 50_000
 
-export class AttemptLimiter {
+export class AttemptLimiter implements AttemptCounter {
   /** key → times of the attempts in the window, oldest first; Map order = least recently touched first. */
   private readonly hits = new Map<string, number[]>()
 

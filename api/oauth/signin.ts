@@ -33,9 +33,9 @@ export function signInRoutes (app: FastifyInstance, ctx: OAuthContext): void {
     }
     const keys = [`ip:${request.ip}`, `user:${username.toLowerCase()}`]
     // Reserved before the (slow, asynchronous) password check, so a parallel burst is counted too.
-    const attempt = ctx.signInAttempts.reserve(keys)
+    const attempt = await ctx.signInAttempts.reserve(keys)
     if (attempt === null) {
-      reply.header('retry-after', String(ctx.signInAttempts.retryAfter(keys)))
+      reply.header('retry-after', String(await ctx.signInAttempts.retryAfter(keys)))
       return await errorPage(reply, 429, 'Too many attempts', 'Too many failed sign-in attempts. Wait a minute and try again.')
     }
     const user = username.length > 0 && username.length <= 100 && password.length > 0 && password.length <= 1024

@@ -63,3 +63,28 @@ export async function runOps (pool: pg.Pool, ops: readonly WriteOp[]): Promise<v
     for (const op of own) await client.query(op.sql, op.params as unknown[])
   })
 }
+
+/** SQLSTATEs of a server that cannot serve now: connection exceptions (class 08), shutting down or starting, full. */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300'])
+/** Socket errors of a connection to PostgreSQL that failed or dropped. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+/**
+ * pg's and pg-pool's own errors for a connection that ended or could not be made carry no code: they are told by
+ * their messages, here and nowhere else.
+ */
+const CONNECTION_MESSAGES = ['Connection terminated', 'timeout exceeded when trying to connect', 'Client has encountered a connection error']
+
+/**
+ * Whether a failure (or one of its causes) is PostgreSQL being out of reach rather than a refused statement: the
+ * hub answers it 503 with Retry-After (buildServer's storeUnavailable), as a restart of PostgreSQL is a moment.
+ */
+export function pgUnavailable (err: unknown): boolean {
+  let e = err as { code?: unknown, message?: unknown, cause?: unknown } | undefined
+  for (let depth = 0; depth < 8 && e !== undefined && e !== null && typeof e === 'object'; depth++) {
+    const code = typeof e.code === 'string' ? e.code : ''
+    if (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || SOCKET_CODES.has(code)) return true
+    if (code === '' && typeof e.message === 'string' && CONNECTION_MESSAGES.some(m => (e as { message: string }).message.startsWith(m))) return true
+    e = e.cause as typeof e
+  }
+  return false
+}

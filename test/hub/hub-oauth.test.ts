@@ -24,11 +24,13 @@ function on (base: string, browser: Browser): Browser {
 }
 
 t.test('the OAuth flows on a hub of two instances', async t => {
-  const { dbUrl, hubs } = await startHubChain(t, { instances: 2, clientIdPrefix: 'hub-oauth', topicRoot: 'hub-oauth-test/v1' })
+  const { dbUrl, hubs, postgres } = await startHubChain(t, { instances: 2, clientIdPrefix: 'hub-oauth', topicRoot: 'hub-oauth-test/v1' })
   const [one, two] = hubs.map(h => h.url) as [string, string]
   const stores = await openPgStores({ url: dbUrl, gapMs: 5000, migrate: false, poolSize: 2 })
   t.teardown(async () => { await stores.close() })
   const db = new pg.Pool({ connectionString: dbUrl, max: 1 })
+  // PostgreSQL is stopped by the last test: an idle connection of this pool then reports its end.
+  db.on('error', () => {})
   t.teardown(async () => { await db.end() })
 
   const alice = await stores.users.create({ username: 'alice', password: 'pw-alice' })
@@ -201,6 +203,35 @@ t.test('the OAuth flows on a hub of two instances', async t => {
       })
       t.match(a.headers.get('location'), /^\/signin/)
     }
+  })
+
+  // Last but one: it leaves this machine's address at the sign-in limit for a minute.
+  await t.test('wrong passwords are counted by both instances together', async t => {
+    await stores.users.create({ username: 'dave', password: 'pw-dave' })
+    const wrong = async (base: string, password: string): Promise<Answer> => {
+      const b = new Browser(base)
+      const page = await b.get('/signin')
+      return await b.post('/signin', { csrf: csrfOf(page.text), username: 'dave', password, return_to: '/account' })
+    }
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await wrong(i % 2 === 0 ? one : two, `wrong-${i}`)).status)
+    t.same(statuses, Array(10).fill(401), 'ten wrong passwords, five on each instance, are answered 401')
+    for (const base of [one, two]) {
+      const refused = await wrong(base, 'pw-dave')
+      t.equal(refused.status, 429, `the eleventh attempt on ${base} is refused, even with the right password`)
+      t.ok(Number(refused.headers.get('retry-after')) >= 1 && Number(refused.headers.get('retry-after')) <= 60, 'with Retry-After within the minute')
+    }
+  })
+
+  await t.test('PostgreSQL out of reach: 503 with Retry-After, not 500', async t => {
+    await postgres.stop()
+    t.teardown(async () => { await postgres.start() })
+    const b = new Browser(two)
+    const page = await b.get('/signin')
+    const r = await b.post('/signin', { csrf: csrfOf(page.text), username: 'dave', password: 'pw-dave', return_to: '/account' })
+    t.equal(r.status, 503)
+    t.equal(r.headers.get('retry-after'), '1')
+    t.match(JSON.parse(r.text), { error_code: 9503, error_message: 'storage_busy' })
   })
 })
 
