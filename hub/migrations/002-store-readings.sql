@@ -91,8 +91,8 @@ CREATE FUNCTION hr_store_readings(
   _rr integer[], _rr_from integer[], _rr_len integer[], _e integer[], _sc boolean[], _gap bigint, _wait boolean,
   OUT stored integer, OUT deferred integer[]
 ) LANGUAGE plpgsql
--- Planned for each group's arrays (a plan made once for arrays of unknown size joins them row by row), and
--- every table read by key: scanning a whole table to hash it costs more than the lookups of one group.
+-- Every table read by key: scanning a whole table to hash it costs more than the lookups of one group. (Migration
+-- 007 drops the plan_cache_mode setting: planning this statement for every group cost more than running it.)
 SET plan_cache_mode = force_custom_plan
 SET enable_seqscan = off
 AS $$
