@@ -47,7 +47,7 @@ function nearbyRow (d: NearbyDevice, i: number, csrf: string, options: string, b
   return `<tr class="nearby-row${d.nearest ? ' nearest' : ''}" data-device-id="${id}"><td><code>${id}</code>${d.name === undefined ? '' : `<br>${esc(d.name)}`}</td>
 <td>${esc(d.source)}</td><td class="signal">${esc(d.rssi === undefined ? 'signal unknown' : `${d.rssi} dBm`)}</td><td class="battery">${esc(battery(d.battery_percent))}</td>
 <td class="seen">${esc(when(d.seen_at))}</td><td class="near">${d.nearest ? '<strong class="nearest-mark">Nearest the box</strong>' : ''}</td>
-<td>${postForm('/operator/devices/pair', csrf, `${hidden('device_id', d.device_id)}${hidden('kind', kindFor(d.source))}${back === '' ? '' : hidden('back', back)}
+<td>${postForm('/operator/devices/pair', csrf, `${hidden('device_id', d.device_id)}${hidden('kind', kindFor(d.source))}${d.name === undefined ? '' : hidden('name', d.name)}${back === '' ? '' : hidden('back', back)}
 <label for="pair-${i}">Member for ${id}</label> <select id="pair-${i}" name="username" required>${options}</select>
 <button type="submit">Pair with member</button>`, `class="pair-form" data-device-id="${id}"`)}</td></tr>`
 }
@@ -124,7 +124,9 @@ ${table('Relay sources', ['Source', 'State', 'Detail'], sources, 'no sources are
     const kind = one(f.form, 'kind')
     if (!(DEVICE_KINDS as readonly string[]).includes(kind)) return await page(reply, f.session, 400, undefined, 'Unknown device kind.')
     try {
-      const added = await devices.add({ device_id: one(f.form, 'device_id'), profile_id: user.profile_id, kind: kind as DeviceKind })
+      // The name the strap advertised, kept with the pairing (as `device add --name` does).
+      const name = one(f.form, 'name').trim().slice(0, 100)
+      const added = await devices.add({ device_id: one(f.form, 'device_id'), profile_id: user.profile_id, kind: kind as DeviceKind, ...(name === '' ? {} : { name }) })
       uses.log.child({ component: 'web' }).info({ device_id: added.device.device_id, profile_id: user.profile_id }, 'device paired from the operator page')
       if (added.mqtt_password === null) {
         // Started from the member's page ("pair a strap"): back there, where the strap is now listed.

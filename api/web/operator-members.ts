@@ -80,9 +80,9 @@ function addForm (csrf: string, values: Record<string, string> = {}): string {
 ${field('member-username', 'Username', `<input type="text" id="member-username" name="username" required maxlength="100" autocomplete="off" value="${esc(values.username ?? '')}">`)}
 ${profileFields({ display_name: values.display_name, sex: values.sex as UserRecord['sex'] }, true)}
 <fieldset><legend>How the member gets in</legend>
-<div class="field"><input type="radio" id="way-invite" name="way" value="invite"${way === 'invite' ? ' checked' : ''}><label for="way-invite">An invitation link: the member opens it and chooses a password</label></div>
-<div class="field"><input type="radio" id="way-password" name="way" value="password"${way === 'password' ? ' checked' : ''}><label for="way-password">A password I set now</label></div>
-${field('member-password', `Password (${PASSWORD_MIN} characters or more; with "a password I set now")`, `<input type="password" id="member-password" name="password" minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" autocomplete="new-password">`)}
+<div class="field"><input type="radio" id="way-invite" name="way" value="invite"${way === 'invite' ? ' checked' : ''}> <label for="way-invite" class="inline">An invitation link: the member opens it and chooses a password</label></div>
+<div class="field"><input type="radio" id="way-password" name="way" value="password"${way === 'password' ? ' checked' : ''}> <label for="way-password" class="inline">A password I set now (below)</label></div>
+${field('member-password', `Password (${PASSWORD_MIN} characters or more)`, `<input type="password" id="member-password" name="password" minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" autocomplete="new-password">`)}
 </fieldset>
 <button type="submit">Add member</button></fieldset>`, 'id="add-member"')
 }

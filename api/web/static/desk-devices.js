@@ -35,6 +35,7 @@ function newRow (d) {
   form.append(el('input', { type: 'hidden', name: 'csrf', value: table.dataset.csrf }))
   form.append(el('input', { type: 'hidden', name: 'device_id', value: d.device_id }))
   form.append(el('input', { type: 'hidden', name: 'kind', value: d.kind }))
+  if (d.name !== null) form.append(el('input', { type: 'hidden', name: 'name', value: d.name }))
   if (table.dataset.back !== '') form.append(el('input', { type: 'hidden', name: 'back', value: table.dataset.back }))
   const id = `pair-live-${rowCount++}`
   const select = el('select', { id, name: 'username', required: '' })
