@@ -3,11 +3,35 @@
 // (test/helpers/cli.ts runMain). The admin API they call is the one the /operator pages' actions share
 // (api/http/admin-members.ts); the invitation link printed works once, on the page a member opens.
 import t from 'tap'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import yauzl from 'yauzl'
 import { runMain } from '../helpers/cli.ts'
 import { startTestService } from '../helpers/service.ts'
 import { Browser, csrfOf } from '../api/oauth/helpers.ts'
 
 const run = runMain
+
+/** One file of a ZIP. */
+async function entryOf (file: string, name: string): Promise<Buffer | undefined> {
+  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => { yauzl.open(file, { lazyEntries: true }, (err, z) => { if (err !== null || z === undefined) reject(err ?? new Error('no zip')); else resolve(z) }) })
+  return await new Promise((resolve, reject) => {
+    zip.on('entry', (entry: yauzl.Entry) => {
+      if (entry.fileName !== name) { zip.readEntry(); return }
+      zip.openReadStream(entry, (err, stream) => {
+        if (err !== null || stream === undefined) { reject(err ?? new Error('no stream')); return }
+        const chunks: Buffer[] = []
+        stream.on('data', (c: Buffer) => chunks.push(c))
+        stream.on('error', reject)
+        stream.on('end', () => { zip.close(); resolve(Buffer.concat(chunks)) })
+      })
+    })
+    zip.on('end', () => { resolve(undefined) })
+    zip.on('error', reject)
+    zip.readEntry()
+  })
+}
 
 t.test('user add --invite prints a link that works once; update, invite and list --search', async t => {
   const svc = await startTestService(t)
@@ -94,6 +118,22 @@ t.test('user add --invite prints a link that works once; update, invite and list
   t.same((JSON.parse(byName.stdout).users as Array<{ username: string }>).map(u => u.username), ['marta', 'nina'])
   const all = await run(['admin', 'user', 'list', ...dir, '--json'])
   t.equal(JSON.parse(all.stdout).users.length, 3)
+
+  // The member's export shows the invitation's times, never its digest; the erasure takes it with the account.
+  const out = await mkdtemp(join(tmpdir(), 'hr-relay-desk-'))
+  t.teardown(async () => { await rm(out, { recursive: true, force: true }) })
+  const file = join(out, 'nina.zip')
+  const exported = await run(['admin', 'user', 'export', 'nina', '--out', file, ...dir])
+  t.equal(exported.code, 0, exported.stderr)
+  const profile = JSON.parse((await entryOf(file, 'profile.json'))?.toString('utf8') ?? '{}')
+  const held = await svc.service.services.users.byUsername('nina')
+  t.same(profile.invitation, { created_at: held?.invitation?.created_at, expires_at: held?.invitation?.expires_at })
+  t.notOk(JSON.stringify(profile).includes(held?.invitation?.digest ?? 'x'), 'no digest in the export')
+  const latest = new URL(second.stdout.trim().split('\n').at(-1) ?? '').pathname
+  t.equal((await new Browser(svc.url).get(latest)).status, 200, 'the latest link works before the erasure')
+  await svc.admin('DELETE', '/admin/users/nina')
+  const gone = await new Browser(svc.url).get(latest)
+  t.equal(gone.status, 404, 'an erased member\'s link leads nowhere')
 })
 
 t.test('device nearby: strongest signal first, the clearly nearest marked, signal unknown last', async t => {
