@@ -105,6 +105,11 @@ t.test('user add --invite prints a link that works once; update, invite and list
   t.equal(tooHigh.code, 1)
   t.match(tooHigh.stderr, /PATCH \/admin\/users\/nina failed: HTTP 400/)
   t.equal((await svc.service.services.users.byUsername('nina'))?.max_heart_rate, 186, 'nothing changed')
+  // Behind the admin token, as the rest of /admin.
+  for (const [method, path] of [['PATCH', '/admin/users/nina'], ['POST', '/admin/users/nina/invitation'], ['GET', '/admin/devices/nearby']] as const) {
+    const res = await fetch(svc.url + path, { method, headers: { 'content-type': 'application/json' }, ...(method === 'GET' ? {} : { body: '{"age":30}' }) })
+    t.same([res.status, (await res.json() as { error_code: number }).error_code], [403, 7009], `${method} ${path} without the admin token`)
+  }
   const noOne = await run(['admin', 'user', 'update', 'nobody', '--age', '30', ...dir])
   t.equal(noOne.code, 1)
   t.match(noOne.stderr, /HTTP 404/)
