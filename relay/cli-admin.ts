@@ -48,20 +48,28 @@ const num = (v: unknown, name: string): number | undefined => {
 
 const seg = (s: string): string => encodeURIComponent(s)
 
+/** The profile fields `user update` sets or clears. */
+const PROFILE_OPTIONS = ['display-name', 'age', 'weight-kg', 'sex', 'max-heart-rate']
+
+function invitationText (r: any): string {
+  return `invitation link (works once, until ${new Date(Number(r.expires_at)).toISOString()}; give it only to the member):\n${String(r.invitation_url)}`
+}
+
 export const ADMIN_COMMANDS: AdminCommand[] = [
   {
     words: ['user', 'add'],
-    usage: 'user add <username> --password <p> [--premium none|trial|subscription|lifetime] [--channel C] [--display-name N] [--age N --weight-kg N --sex male|female] [--max-heart-rate N]',
+    usage: 'user add <username> (--password <p> | --invite) [--premium none|trial|subscription|lifetime] [--channel C] [--display-name N] [--age N --weight-kg N --sex male|female] [--max-heart-rate N]',
     args: ['username'],
-    options: { password: { type: 'string' }, premium: { type: 'string' }, channel: { type: 'string' }, 'display-name': { type: 'string' }, age: { type: 'string' }, 'weight-kg': { type: 'string' }, sex: { type: 'string' }, 'max-heart-rate': { type: 'string' } },
+    options: { password: { type: 'string' }, invite: { type: 'boolean' }, premium: { type: 'string' }, channel: { type: 'string' }, 'display-name': { type: 'string' }, age: { type: 'string' }, 'weight-kg': { type: 'string' }, sex: { type: 'string' }, 'max-heart-rate': { type: 'string' } },
     request: ([username], f) => {
-      if (typeof f.password !== 'string') throw new CliError('--password is required', 2)
+      if ((typeof f.password === 'string') === (f.invite === true)) throw new CliError('give either --password or --invite (an invitation link the member opens to choose a password)', 2)
       return {
         method: 'POST',
         path: '/admin/users',
         body: {
           username,
           password: f.password,
+          invite: f.invite === true ? true : undefined,
           premium: f.premium,
           channel: f.channel,
           display_name: f['display-name'],
@@ -71,13 +79,46 @@ export const ADMIN_COMMANDS: AdminCommand[] = [
           max_heart_rate: num(f['max-heart-rate'], 'max-heart-rate')
         }
       }
-    }
+    },
+    human: r => r.invitation_url === undefined ? humanize(r) : `added ${String(r.username)} (profile ${String(r.profile_id)})\n${invitationText(r)}`
+  },
+  {
+    words: ['user', 'update'],
+    usage: `user update <username> [--display-name N] [--age N] [--weight-kg N] [--sex male|female] [--max-heart-rate N] [--clear ${PROFILE_OPTIONS.join('|')} ...]`,
+    args: ['username'],
+    options: { 'display-name': { type: 'string' }, age: { type: 'string' }, 'weight-kg': { type: 'string' }, sex: { type: 'string' }, 'max-heart-rate': { type: 'string' }, clear: { type: 'string', multiple: true } },
+    request: ([username], f) => {
+      const body: Record<string, unknown> = {
+        display_name: f['display-name'],
+        age: num(f.age, 'age'),
+        weight_kg: num(f['weight-kg'], 'weight-kg'),
+        sex: f.sex,
+        max_heart_rate: num(f['max-heart-rate'], 'max-heart-rate')
+      }
+      for (const c of Array.isArray(f.clear) ? f.clear : []) {
+        if (!PROFILE_OPTIONS.includes(c)) throw new CliError(`--clear takes one of ${PROFILE_OPTIONS.join(', ')}`, 2)
+        const key = c.replaceAll('-', '_')
+        if (body[key] !== undefined) throw new CliError(`--${c} and --clear ${c} together`, 2)
+        body[key] = null
+      }
+      if (Object.values(body).every(v => v === undefined)) throw new CliError(`nothing to change: give at least one of --${PROFILE_OPTIONS.join(', --')} or --clear`, 2)
+      return { method: 'PATCH', path: `/admin/users/${seg(username!)}`, body }
+    },
+    human: r => [`updated ${String(r.username)}`, ...PROFILE_OPTIONS.map(o => o.replaceAll('-', '_')).filter(k => r[k] !== undefined).map(k => `${k}: ${String(r[k])}`)].join('\n')
+  },
+  {
+    words: ['user', 'invite'],
+    usage: 'user invite <username>',
+    args: ['username'],
+    request: ([username]) => ({ method: 'POST', path: `/admin/users/${seg(username!)}/invitation` }),
+    human: invitationText
   },
   {
     words: ['user', 'list'],
-    usage: 'user list',
+    usage: 'user list [--search TEXT]',
     args: [],
-    request: () => ({ method: 'GET', path: '/admin/users' }),
+    options: { search: { type: 'string' } },
+    request: (_a, f) => ({ method: 'GET', path: typeof f.search === 'string' ? `/admin/users?q=${encodeURIComponent(f.search)}` : '/admin/users' }),
     human: r => (r.users as any[]).map(u => `${u.username}\t${u.profile_id}\tpremium=${u.premium.plan}`).join('\n') || '(no users)'
   },
   {

@@ -74,5 +74,13 @@ export const DEVICE_COMMANDS: AdminCommand[] = [
     args: [],
     request: () => ({ method: 'GET', path: '/admin/devices/unpaired' }),
     human: r => (r.devices as any[]).map(d => `${d.device_id}\t${d.name ?? ''}\t${stateText(d)}`).join('\n') || '(no unpaired devices seen)'
+  },
+  {
+    // Hold a strap at the box: it is listed first, marked "nearest" when it is clearly the closest (docs/operator.md "The front desk").
+    words: ['device', 'nearby'],
+    usage: 'device nearby',
+    args: [],
+    request: () => ({ method: 'GET', path: '/admin/devices/nearby' }),
+    human: r => (r.devices as any[]).map(d => `${d.nearest === true ? '* nearest' : '         '}\t${d.device_id}\t${typeof d.rssi === 'number' ? `${d.rssi} dBm` : 'signal unknown'}\t${d.name ?? ''}\t${stateText(d)}`).join('\n') || '(no unpaired devices seen)'
   }
 ]

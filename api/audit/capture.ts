@@ -19,6 +19,8 @@ interface Action {
 /** Every change made through the admin API and the operator pages (and a member's own erasure), by route. */
 export const ACTIONS: Record<string, Action> = {
   'POST /admin/users': { action: 'user.create', kind: 'user', field: 'username' },
+  'PATCH /admin/users/:username': { action: 'user.update', kind: 'user', param: 'username' },
+  'POST /admin/users/:username/invitation': { action: 'user.invite', kind: 'user', param: 'username' },
   'POST /admin/users/:username/features': { action: 'user.feature.grant', kind: 'user', param: 'username' },
   'PUT /admin/users/:username/consent': { action: 'user.consent.record', kind: 'user', param: 'username' },
   'DELETE /admin/users/:username/consent': { action: 'user.consent.withdraw', kind: 'user', param: 'username' },
@@ -47,10 +49,15 @@ export const ACTIONS: Record<string, Action> = {
   'POST /operator/rooms/:room_id/display/revoke': { action: 'room.display.rotate', kind: 'room', param: 'room_id' },
   'POST /operator/devices/pair': { action: 'device.pair', kind: 'device' },
   'POST /operator/devices/:device_id/unpair': { action: 'device.unpair', kind: 'device', param: 'device_id' },
+  'POST /operator/users': { action: 'user.create', kind: 'user' },
+  'POST /operator/users/:username': { action: 'user.update', kind: 'user', param: 'username' },
+  'POST /operator/users/:username/invitation': { action: 'user.invite', kind: 'user', param: 'username' },
   'POST /operator/users/:username/delete': { action: 'user.delete', kind: 'user', param: 'username' },
   'POST /operator/operators': { action: 'operator.add', kind: 'operator' },
   'POST /operator/operators/:name/remove': { action: 'operator.remove', kind: 'operator', param: 'name' },
-  'POST /me/delete': { action: 'user.delete', kind: 'user' }
+  'POST /me/delete': { action: 'user.delete', kind: 'user' },
+  // The token is in the path: the entry names the member (set by the handler), never the link.
+  'POST /me/invitation/:token': { action: 'user.invitation.accept', kind: 'user' }
 }
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS'])

@@ -3,12 +3,14 @@
 //          (the password is shown once and stored only as a scrypt hash)
 //   GET    /admin/devices            → {devices: [{device_id, username, profile_id, kind, name, mqtt_username, created_at, state}]}
 //   GET    /admin/devices/unpaired   → {devices: [sightings not paired, most recent first]}
+//   GET    /admin/devices/nearby     → {devices: [the same, strongest signal first, each with `nearest`], nearest: device_id | null}
 //   DELETE /admin/devices/:device_id → {device_id, removed: true}
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
 import { checkAdmin, type AdminUses } from './admin.ts'
 import { DEVICE_KINDS, DeviceExistsError, InvalidAntDeviceIdError, InvalidDeviceIdError, type DeviceState } from '../store/devices.ts'
+import { nearbyUnpaired } from '../store/device-sightings.ts'
 import { Enum, Params } from './schema.ts'
 import type { Services } from '../services.ts'
 
@@ -135,6 +137,23 @@ export const adminDevicesPlugin: FastifyPluginAsyncTypebox<AdminDevicesUses> = a
     admin.get('/admin/devices/unpaired', {
       schema: { response: { 200: { type: 'object', properties: { devices: { type: 'array', items: sighting } } } } }
     }, async () => ({ devices: devices.unpaired() }))
+
+    admin.get('/admin/devices/nearby', {
+      schema: {
+        response: {
+          200: {
+            type: 'object',
+            properties: {
+              devices: { type: 'array', items: { ...sighting, properties: { ...sighting.properties, nearest: { type: 'boolean' } } } },
+              nearest: { type: ['string', 'null'] }
+            }
+          }
+        }
+      }
+    }, async () => {
+      const list = nearbyUnpaired(devices.unpaired(), Date.now())
+      return { devices: list, nearest: list.find(d => d.nearest)?.device_id ?? null }
+    })
 
     admin.delete('/admin/devices/:device_id', { schema: { params: Params({ device_id: Type.String() }) } }, async request => {
       const { device_id: id } = request.params

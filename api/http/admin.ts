@@ -8,10 +8,11 @@ import { timingSafeEqual } from 'node:crypto'
 import { ApiError } from '../errors.ts'
 import { AttemptLimiter } from '../oauth/rate-limit.ts'
 import { digest } from '../store/secrets.ts'
-import { PREMIUM_PLANS, UserExistsError, publicUser } from '../store/users.ts'
+import { PREMIUM_PLANS, memberMatches, publicUser } from '../store/users.ts'
 import { InvalidRedirectUriError } from '../store/clients.ts'
 import { ALL_SCOPES, parseScopes } from '../scopes.ts'
 import { Enum, Nullable, Params } from './schema.ts'
+import { PASSWORD_MAX, PASSWORD_MIN, addMember, memberAdminRoutes } from './admin-members.ts'
 import type { Services } from '../services.ts'
 
 const ADMIN_CLIENT_ID = 'hr-relay-admin'
@@ -64,7 +65,8 @@ export const adminPlugin: FastifyPluginAsyncTypebox<AdminApiUses> = async (app, 
       schema: {
         body: Type.Object({
           username,
-          password: Type.String({ minLength: 8, maxLength: 1024 }),
+          password: Type.Optional(Type.String({ minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX })),
+          invite: Type.Optional(Type.Boolean()),
           premium: Type.Optional(Enum(PREMIUM_PLANS)),
           premium_expires_at: Type.Optional(Nullable('integer')),
           channel: Type.Optional(Type.String({ maxLength: 200 })),
@@ -76,16 +78,16 @@ export const adminPlugin: FastifyPluginAsyncTypebox<AdminApiUses> = async (app, 
         }, { additionalProperties: false })
       }
     }, async (request, reply) => {
-      try {
-        const user = await users.create(request.body)
-        return await reply.code(201).send({ profile_id: user.profile_id, username: user.username })
-      } catch (err) {
-        if (err instanceof UserExistsError) throw new ApiError('conflict', { detail: err.message })
-        throw err
-      }
+      // Either a password, or an invitation link (shown once) the member opens to choose one.
+      const { user, invitation } = await addMember(uses, request.body)
+      return await reply.code(201).header('cache-control', 'no-store').send({ profile_id: user.profile_id, username: user.username, ...invitation })
     })
 
-    admin.get('/admin/users', async () => ({ users: (await users.list()).map(publicUser) }))
+    admin.get('/admin/users', {
+      schema: { querystring: Type.Object({ q: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }) }
+    }, async request => ({ users: (await users.list()).filter(u => memberMatches(u, request.query.q ?? '')).map(publicUser) }))
+
+    memberAdminRoutes(scope, uses)
 
     admin.post('/admin/users/:username/features', {
       schema: { params: userParams, body: Type.Object({ feature_id: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }) }

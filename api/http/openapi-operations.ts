@@ -69,7 +69,9 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'GET /api/v1/token/validate': { tag: 'OAuth', summary: 'What a token is: its client, profile, scopes and expiry', access: 'token' },
 
   'POST /admin/users': { tag: 'Admin', summary: 'Create a member', access: 'admin' },
-  'GET /admin/users': { tag: 'Admin', summary: 'List the members', access: 'admin' },
+  'GET /admin/users': { tag: 'Admin', summary: 'List the members (q: only those whose username or display name contains it)', access: 'admin' },
+  'PATCH /admin/users/{username}': { tag: 'Admin', summary: 'Change a member\'s profile fields (null clears one)', access: 'admin' },
+  'POST /admin/users/{username}/invitation': { tag: 'Admin', summary: 'A new invitation link for a member to choose their password (shown once; the one before stops working)', access: 'admin' },
   'POST /admin/users/{username}/features': { tag: 'Admin', summary: 'Grant a member a feature', access: 'admin' },
   'DELETE /admin/users/{username}/clients/{client_id}': { tag: 'Admin', summary: 'Disconnect an app from a member', access: 'admin' },
   'PUT /admin/users/{username}/home-assistant': { tag: 'Admin', summary: 'Opt a member in or out of Home Assistant', access: 'admin' },
@@ -97,6 +99,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'POST /admin/devices': { tag: 'Admin', summary: 'Pair a device with a member', access: 'admin' },
   'GET /admin/devices': { tag: 'Admin', summary: 'List the paired devices', access: 'admin' },
   'GET /admin/devices/unpaired': { tag: 'Admin', summary: 'Devices seen but not paired', access: 'admin' },
+  'GET /admin/devices/nearby': { tag: 'Admin', summary: 'Devices seen but not paired, strongest signal first, the one clearly nearest the box marked', access: 'admin' },
   'DELETE /admin/devices/{device_id}': { tag: 'Admin', summary: 'Unpair a device', access: 'admin' }
 }
 

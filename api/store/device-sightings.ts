@@ -88,3 +88,27 @@ export class DeviceSightingsMemory implements DeviceSightings {
 function dropUndefined<T extends object> (o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T
 }
+
+/** Straps heard within this long count for "nearest the box" (longer than the BLE source's default rescan of 5 s). */
+export const NEAREST_FRESH_MS = 15_000
+/** The nearest strap's signal beats every other strap heard as recently by at least this much... */
+export const NEAREST_MARGIN_DB = 10
+/** ...and is at least this strong (a strap held at the box; one across the room is weaker). */
+export const NEAREST_MIN_RSSI = -75
+
+/** An unpaired device in range, and whether it is the one clearly nearest the box. */
+export interface NearbyDevice extends DeviceState { nearest: boolean }
+
+/**
+ * Unpaired devices strongest signal first (those whose source gives no signal strength after, most recently seen
+ * first), the one clearly nearest marked: heard within NEAREST_FRESH_MS, at NEAREST_MIN_RSSI or stronger, and
+ * NEAREST_MARGIN_DB stronger than every other device with a known signal heard within NEAREST_FRESH_MS. A device of
+ * unknown signal is never marked and does not count against another.
+ */
+export function nearbyUnpaired (states: readonly DeviceState[], now: number): NearbyDevice[] {
+  const sorted = [...states].sort((a, b) => (b.rssi ?? -Infinity) - (a.rssi ?? -Infinity) || b.seen_at - a.seen_at)
+  const fresh = sorted.filter(s => s.rssi !== undefined && now - s.seen_at <= NEAREST_FRESH_MS)
+  const [top, next] = fresh
+  const nearest = top?.rssi !== undefined && top.rssi >= NEAREST_MIN_RSSI && (next?.rssi === undefined || top.rssi - next.rssi >= NEAREST_MARGIN_DB) ? top.device_id : undefined
+  return sorted.map(s => ({ ...s, nearest: s.device_id === nearest }))
+}

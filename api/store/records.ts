@@ -31,7 +31,12 @@ export interface UserRecord {
   ingestion_paused?: RoomHidden
   /** Every consent to the privacy notice the member gave, oldest first (docs/operator.md "Privacy and security for gyms"). */
   consents?: ConsentRecord[]
+  /** The member's latest invitation link (api/store/user-records.ts): only the SHA-256 digest of its secret is kept. */
+  invitation?: InvitationRecord
 }
+
+/** An invitation to set one's own password: single use, expiring; the link's secret is kept only as its digest. */
+export interface InvitationRecord { digest: string, created_at: number, expires_at: number, used_at?: number }
 
 /** How a consent was given: by the member on /me, or recorded by an operator from a paper form. */
 export type ConsentHow = 'member' | 'operator'

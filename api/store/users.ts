@@ -6,7 +6,7 @@ import { apiErrorMessage } from '../error-codes.ts'
 import { MemberSwitches } from './member-switches.ts'
 import { newUserRecord, usernameKey, withConsent, withFeature, withoutConsent } from './user-records.ts'
 
-import type { ConsentHow, NewUser, PremiumPlan, Sex, UserRecord } from './records.ts'
+import type { ConsentHow, InvitationRecord, NewUser, PremiumPlan, Sex, UserRecord } from './records.ts'
 import type { UserStore } from './types.ts'
 export { activeConsent, roomHiddenNow } from './member-switches.ts'
 export type { ConsentHow, ConsentRecord, NewUser, PremiumPlan, RoomHidden, Sex, UserRecord } from './records.ts'
@@ -44,9 +44,18 @@ export function premiumActive (user: UserRecord, now = Date.now()): boolean {
   return exp !== null && exp > now
 }
 
-export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash'> {
-  const { password_hash: _hidden, ...rest } = u
-  return rest
+/** The record without its secrets: no password digest, and of an invitation only its times. */
+export function publicUser (u: UserRecord): Omit<UserRecord, 'password_hash' | 'invitation'> & { invitation?: Omit<InvitationRecord, 'digest'> } {
+  const { password_hash: _hidden, invitation, ...rest } = u
+  if (invitation === undefined) return rest
+  const { digest: _secret, ...times } = invitation
+  return { ...rest, invitation: times }
+}
+
+/** Whether the member's username or display name contains `q` (case-insensitive); an empty `q` matches everyone. */
+export function memberMatches (u: UserRecord, q: string): boolean {
+  const needle = q.trim().toLowerCase()
+  return needle === '' || u.username.toLowerCase().includes(needle) || (u.display_name ?? '').toLowerCase().includes(needle)
 }
 
 export class Users implements UserStore {

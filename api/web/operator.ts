@@ -1,9 +1,9 @@
 // Operator pages: sign-in with the admin token (operator-auth.ts), overview
-// with the relay's sources and their health, users and clients; rooms
+// with the relay's sources and their health, and clients; members
+// (operator-members.ts, with the invitation page a member opens), rooms
 // (operator-rooms.ts) and devices (operator-devices.ts).
 import type { FastifyPluginAsync } from 'fastify'
 import { useStrictForms } from '../oauth/form.ts'
-import { premiumActive } from '../store/users.ts'
 import { esc, field, hidden, notice, sendPage, table, when } from './html.ts'
 import { checkedForm, one, sessionsOf } from './guard.ts'
 import { operatorNav } from './nav.ts'
@@ -11,12 +11,14 @@ import { operatorPage, operatorSession, operatorSignIn, operatorSignOut } from '
 import { roomRoutes, type OperatorRoomsUses } from './operator-rooms.ts'
 import { deviceRoutes, type OperatorDevicesUses } from './operator-devices.ts'
 import { userDeleteRoutes, type OperatorUsersUses } from './operator-users.ts'
+import { memberRoutes, type OperatorMembersUses } from './operator-members.ts'
+import { invitationRoutes } from './operator-members-invite.ts'
 import { auditRoutes } from './operator-audit.ts'
 import { operatorAccountRoutes } from './operator-operators.ts'
 import type { Services } from '../services.ts'
 
 /** What the operator pages use: the overview's health, rooms, accounts and clients, and what the rooms and devices pages name. */
-export type OperatorPagesUses = OperatorRoomsUses & OperatorDevicesUses & OperatorUsersUses & Pick<Services, 'clients'>
+export type OperatorPagesUses = OperatorRoomsUses & OperatorDevicesUses & OperatorUsersUses & OperatorMembersUses & Pick<Services, 'clients'>
 
 function signInBody (csrf: string, error?: string): string {
   return `${notice(error, 'error')}<form method="post" action="/operator/signin">${hidden('csrf', csrf)}
@@ -76,20 +78,6 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
     return await sendPage(reply, 200, 'Relay overview', body, operatorNav(session.csrf, '/operator'))
   })
 
-  app.get('/operator/users', async (request, reply) => {
-    const session = await operatorPage(uses, request, reply)
-    if (session === null) return reply
-    const rows = (await uses.users.list()).map(u => [
-      esc(u.username), `<code>${esc(u.profile_id)}</code>`, esc(u.display_name ?? ''),
-      esc(premiumActive(u) ? u.premium.plan : 'none'), esc(u.age ?? ''), esc(u.max_heart_rate ?? ''), esc(u.features.join(', ')), esc(when(u.created_at)),
-      `<a class="danger" href="/operator/users/${esc(encodeURIComponent(u.username))}/delete">Delete…</a>`
-    ])
-    const done = (request.query as { done?: string }).done === 'deleted' ? notice('The member and all their data were deleted.') : ''
-    const body = `${done}${table('Users', ['Username', 'Profile id', 'Display name', 'Plan', 'Age', 'Max HR', 'Features', 'Created', ''], rows)}
-<p class="muted">Create users and grant plans with <code>hr-relay admin user add</code> (docs/operator.md "Users, apps and tokens").</p>`
-    return await sendPage(reply, 200, 'Users', body, operatorNav(session.csrf, '/operator/users'))
-  })
-
   app.get('/operator/clients', async (request, reply) => {
     const session = await operatorPage(uses, request, reply)
     if (session === null) return reply
@@ -104,6 +92,8 @@ ${table('Relay sources and their health', ['Source', 'State', 'Detail', 'Connect
 
   await roomRoutes(app, uses)
   await deviceRoutes(app, uses)
+  await memberRoutes(app, uses)
+  await invitationRoutes(app, uses)
   await userDeleteRoutes(app, uses)
   await auditRoutes(app, uses)
   await operatorAccountRoutes(app, uses)

@@ -29,7 +29,7 @@ const EXCLUDED: Record<string, string[]> = {
     'GET /me', 'GET /me/readings/today', 'POST /me/room-visibility', 'GET /me/widgets', 'POST /me/widgets',
     'POST /me/widgets/:widget_id', 'POST /me/widgets/:widget_id/delete', 'GET /me/sessions/:id/export',
     'GET /me/game-mod', 'POST /me/game-mod', 'POST /me/home-assistant', 'POST /me/consent', 'GET /me/export',
-    'GET /me/delete', 'POST /me/delete'
+    'GET /me/delete', 'POST /me/delete', 'GET /me/invitation/:token', 'POST /me/invitation/:token'
   ],
   'the operator pages (HTML and their forms)': [
     'GET /operator', 'GET /operator/signin', 'POST /operator/signin', 'POST /operator/signout', 'GET /operator/users',
@@ -37,7 +37,9 @@ const EXCLUDED: Record<string, string[]> = {
     'POST /operator/rooms/:room_id/members', 'POST /operator/rooms/:room_id/members/:profile_id/remove',
     'POST /operator/rooms/:room_id/display/revoke', 'GET /operator/devices', 'POST /operator/devices/pair',
     'POST /operator/devices/:device_id/unpair', 'GET /operator/users/:username/delete', 'POST /operator/users/:username/delete',
-    'GET /operator/audit', 'GET /operator/operators', 'POST /operator/operators', 'POST /operator/operators/:name/remove'
+    'GET /operator/audit', 'GET /operator/operators', 'POST /operator/operators', 'POST /operator/operators/:name/remove',
+    'POST /operator/users', 'GET /operator/users/:username', 'POST /operator/users/:username', 'POST /operator/users/:username/invitation',
+    'GET /operator/devices/nearby'
   ]
 }
 // And every HEAD route: Fastify adds one for each GET route (exposeHeadRoutes); the GET is documented.
