@@ -37,7 +37,10 @@ const EXCLUDED: Record<string, string[]> = {
     'POST /operator/rooms/:room_id/members', 'POST /operator/rooms/:room_id/members/:profile_id/remove',
     'POST /operator/rooms/:room_id/display/revoke', 'GET /operator/devices', 'POST /operator/devices/pair',
     'POST /operator/devices/:device_id/unpair', 'GET /operator/users/:username/delete', 'POST /operator/users/:username/delete',
-    'GET /operator/audit', 'GET /operator/operators', 'POST /operator/operators', 'POST /operator/operators/:name/remove'
+    'GET /operator/audit', 'GET /operator/operators', 'POST /operator/operators', 'POST /operator/operators/:name/remove',
+    'GET /operator/coach', 'GET /operator/rooms/:room_id/coach', 'POST /operator/rooms/:room_id/class', 'POST /operator/rooms/:room_id/class/end',
+    'POST /operator/rooms/:room_id/class/members/:profile_id/hidden', 'GET /operator/rooms/:room_id/coach/state',
+    'GET /operator/rooms/:room_id/coach/members/:profile_id/readings'
   ]
 }
 // And every HEAD route: Fastify adds one for each GET route (exposeHeadRoutes); the GET is documented.

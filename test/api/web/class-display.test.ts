@@ -6,26 +6,14 @@
 // all without a reload. The class engine is a test double publishing
 // room_class messages through the real hub.
 import t from 'tap'
-import { copyFile, mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { startTestService } from '../../helpers/service.ts'
-import { ARTIFACTS, data, launch, newPage, postReading, style, text, textIs, until } from '../../helpers/browser.ts'
+import { data, launch, newPage, postReading, style, text, textIs, until } from '../../helpers/browser.ts'
 import { ClassDouble } from './class-double.ts'
+import { screenshot } from './class-screens.ts'
 
 interface PageElement { getAttribute (name: string): string | null, textContent: string | null, hidden: boolean, style: { order: string } }
 declare const document: { querySelectorAll (selector: string): ArrayLike<PageElement>, querySelector (selector: string): PageElement | null }
-
-/** Also into docs/images/ when HR_RELAY_DOC_SCREENSHOTS=1 (docs/classes.md shows them). */
-export async function screenshot (page: Page, name: string): Promise<void> {
-  const path = join(ARTIFACTS, name)
-  await page.screenshot({ path })
-  if (process.env.HR_RELAY_DOC_SCREENSHOTS === '1') {
-    const docs = new URL('../../../docs/images/', import.meta.url).pathname
-    await mkdir(docs, { recursive: true })
-    await copyFile(path, join(docs, name))
-  }
-}
 
 const modeIs = async (page: Page, mode: string): Promise<void> => { await until(page, m => document.querySelector('#room')?.getAttribute('data-mode') === m, mode) }
 
