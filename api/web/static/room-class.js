@@ -27,7 +27,12 @@ function resultRow (m) {
     z.setAttribute('aria-label', `zone ${i + 1}: ${n} ${n === 1 ? 'minute' : 'minutes'}`)
     zones.append(z)
   })
-  li.append(el('span', 'rank', String(m.rank)), el('span', 'rname', m.display_name), el('span', 'rpoints', pointsText(m.effort_points)), zones)
+  const row = el('div', 'row')
+  // The number only (the title says they are effort points), so that three columns of rows fit.
+  const points = el('span', 'rpoints', String(m.effort_points))
+  points.setAttribute('aria-label', pointsText(m.effort_points))
+  row.append(el('span', 'rank', String(m.rank)), el('span', 'rname', m.display_name), points, zones)
+  li.append(row)
   return li
 }
 
@@ -63,6 +68,10 @@ export function classDisplay ({ now, onEnd }) {
       const rows = resultRows(v.members, visible, part)
       list.replaceChildren(...rows.map(resultRow))
       if (rows.length === 0) list.append(el('li', 'result-empty', 'No results to show.'))
+      // Every row on the screen: up to 10 in one column, then two, then three; at least 6 rows' height each.
+      const cols = rows.length <= 10 ? 1 : rows.length <= 24 ? 2 : 3
+      list.style.setProperty('--rcols', String(cols))
+      list.style.setProperty('--rrows', String(Math.max(6, Math.ceil(rows.length / cols))))
       if (v.results_until !== null) timer = setTimeout(onEnd, Math.max(0, v.results_until - now()))
     }
   }

@@ -6,9 +6,10 @@
 // all without a reload. The class engine is a test double publishing
 // room_class messages through the real hub.
 import t from 'tap'
+import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { startTestService } from '../../helpers/service.ts'
-import { data, launch, newPage, postReading, style, text, textIs, until } from '../../helpers/browser.ts'
+import { ARTIFACTS, data, launch, newPage, postReading, style, text, textIs, until } from '../../helpers/browser.ts'
 import { ClassDouble } from './class-double.ts'
 import { screenshot } from './class-screens.ts'
 
@@ -98,7 +99,7 @@ t.test('an open display follows a class: running, results, back to the room', as
   t.match(await text(page, '#class-elapsed'), /^0:\d\d in all$/)
   await until(page, () => document.querySelectorAll('#results-list .result').length === 3, null)
   const rows = await page.evaluate('Array.from(document.querySelectorAll(\'#results-list .result\')).map(r => [r.dataset.profileId, r.querySelector(\'.rank\').textContent, r.querySelector(\'.rpoints\').textContent, Array.from(r.querySelectorAll(\'.zm\')).map(z => z.textContent).join(\' \')])')
-  t.same(rows, [[bob, '1', '12 points', '0′ 0′ 2′ 1′ 1′'], [carol, '2', '8 points', '0′ 0′ 0′ 1′ 1′'], [alice, '3', '5 points', '1′ 1′ 1′ 0′ 0′']], 'ranked, with zone minutes; Dan (hidden by the coach) and Erin (hidden from displays) absent')
+  t.same(rows, [[bob, '1', '12', '0′ 0′ 2′ 1′ 1′'], [carol, '2', '8', '0′ 0′ 0′ 1′ 1′'], [alice, '3', '5', '1′ 1′ 1′ 0′ 0′']], 'ranked, with zone minutes; Dan (hidden by the coach) and Erin (hidden from displays) absent')
   t.equal(await page.locator('#tiles').isHidden(), true)
   t.equal(await text(page, '#class-remaining'), 'results')
   await screenshot(page, 'class-results.png')
@@ -132,5 +133,40 @@ t.test('the results end by themselves at results_until', async t => {
   t.equal(await text(page, '#results-list .result .rname'), 'Alice')
   await page.clock.runFor(61_000)
   await modeIs(page, 'room')
+  t.same(errors, [])
+})
+
+t.test('the results of 40 members fit on one screen', async t => {
+  const svc = await startTestService(t)
+  const browser = await launch(t)
+  const rooms = svc.service.services.rooms
+  const room = await rooms.create('Big studio')
+  const ids: string[] = []
+  for (let i = 0; i < 40; i++) {
+    const id = await svc.user(`m${i}`)
+    ids.push(id)
+    await rooms.upsertMember(room.room_id, id, { display_name: `Member ${String(i + 1).padStart(2, '0')}` })
+  }
+  const classes = ClassDouble.install(svc)
+  const errors: string[] = []
+  const { page } = await newPage(browser, errors)
+  await page.setViewportSize({ width: 1280, height: 720 })
+  await page.goto(`${svc.url}/rooms/${room.room_id}/display?display_id=${room.display_id}`)
+  await until(page, c => document.querySelector('#room')?.getAttribute('data-connection') === c, 'waiting')
+  await classes.start(room.room_id, { name: 'Full house', minutes: 45 })
+  classes.update(room.room_id, Object.fromEntries(ids.map((id, i) => [id, { effort_points: 100 - i, zone_minutes: [1, 2, 3, 4, 5] }])))
+  await classes.end(room.room_id)
+  await modeIs(page, 'results')
+  await until(page, () => document.querySelectorAll('#results-list .result').length === 40, null)
+  // Every row and its text inside the window and inside its row (nothing cut off or scrolled away).
+  const outside = await page.evaluate(`Array.from(document.querySelectorAll('#results-list .result')).filter(r => {
+    const b = r.getBoundingClientRect()
+    const texts = Array.from(r.querySelectorAll('.rank, .rpoints, .zm'))
+    return b.top < 0 || b.left < 0 || b.bottom > innerHeight || b.right > innerWidth || b.height < 20 ||
+      texts.some(e => { const x = e.getBoundingClientRect(); return x.right > b.right + 1 || x.bottom > b.bottom + 1 || e.scrollWidth > e.clientWidth + 1 })
+  }).map(r => r.dataset.profileId)`)
+  t.same(outside, [], 'all 40 rows fit')
+  t.same(await page.locator('#results-list .rank').first().textContent(), '1')
+  await page.screenshot({ path: join(ARTIFACTS, 'class-results-40.png') })
   t.same(errors, [])
 })
