@@ -78,3 +78,38 @@ t.test('a bad part= is a clear 400', async t => {
   t.equal((await fetch(`${link}&part=1of1`)).status, 200)
   t.equal((await fetch(`${svc.url}/rooms/${room.room_id}/display?display_id=nope&part=1of2`)).status, 404, 'a wrong display link is still a 404')
 })
+
+t.test('40 members on two screens during a class: 20 tiles each, every line of every tile inside it', async t => {
+  const svc = await startTestService(t)
+  const browser = await launch(t)
+  const rooms = svc.service.services.rooms
+  const room = await rooms.create('Forty')
+  const ids: string[] = []
+  for (let i = 0; i < 40; i++) {
+    const id = await svc.user(`m${i}`, { max_heart_rate: 200 })
+    ids.push(id)
+    await rooms.upsertMember(room.room_id, id, { display_name: `Member ${String(i).padStart(2, '0')} ${'x'.repeat(i % 7)}` })
+  }
+  const classes = ClassDouble.install(svc)
+  await classes.start(room.room_id, { name: 'Forty', minutes: 45 })
+  classes.update(room.room_id, Object.fromEntries(ids.map((id, i) => [id, { effort_points: 120 - i, alert: i % 9 === 0 }])))
+  const link = `${svc.url}/rooms/${room.room_id}/display?display_id=${room.display_id}&order=effort`
+  const seen: string[] = []
+  for (const [part, size] of [['1of2', { width: 1920, height: 1080 }], ['2of2', { width: 1280, height: 720 }]] as const) {
+    const errors: string[] = []
+    const { page } = await newPage(browser, errors)
+    await page.setViewportSize(size)
+    await page.goto(`${link}&part=${part}`)
+    await until(page, () => document.querySelectorAll('.tile').length === 20, null)
+    // Every tile in the window, and its name, bpm, zone, points and calories inside the tile.
+    const bad = await page.evaluate(`Array.from(document.querySelectorAll('.tile')).filter(tile => {
+      const b = tile.getBoundingClientRect()
+      if (b.top < 0 || b.left < 0 || b.bottom > innerHeight + 1 || b.right > innerWidth + 1) return true
+      return Array.from(tile.querySelectorAll('.name, .bpm, .zone, .points, .kcal')).some(e => { const x = e.getBoundingClientRect(); return x.bottom > b.bottom + 1 || x.top < b.top - 1 })
+    }).map(e => e.dataset.profileId)`)
+    t.same(bad, [], `${part} at ${size.width}x${size.height}: every tile and line fits`)
+    seen.push(...await page.locator('.tile').evaluateAll(nodes => nodes.map(n => n.getAttribute('data-profile-id') ?? '')))
+    t.same(errors, [])
+  }
+  t.same(seen.sort(), [...ids].sort(), 'every member on exactly one screen')
+})
