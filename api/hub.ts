@@ -7,8 +7,9 @@
 // pipeline never waits for a subscriber.
 import type { Logger } from 'pino'
 import type { StoredReading } from './pipeline/reading.ts'
+import type { ClassView } from './classes/types.ts'
 
-export const ROOM_KINDS = ['heart_rate', 'room_member_updated', 'room_member_removed', 'room_updated'] as const
+export const ROOM_KINDS = ['heart_rate', 'room_member_updated', 'room_member_removed', 'room_updated', 'room_class'] as const
 export type RoomKind = typeof ROOM_KINDS[number]
 
 /** `config` of room_member_updated (hr-relay's definition; docs/api.md "Heart-rate endpoints"). */
@@ -30,6 +31,7 @@ export type RoomMessage =
   | { kind: 'room_member_updated', timestamp: string, room_member_updated: { profile_id: string, config: MemberConfig } }
   | { kind: 'room_member_removed', timestamp: string, room_member_removed: { profile_id: string } }
   | { kind: 'room_updated', timestamp: string, room_updated: { room_id: string, config: RoomConfig } }
+  | { kind: 'room_class', timestamp: string, room_class: ClassView | null }
 
 export type ReadingListener = (reading: StoredReading) => void
 export type RoomListener = (message: RoomMessage) => void

@@ -3,7 +3,7 @@
 // seconds without a strap or a config file.
 //
 // It talks to the product only as an operator and devices would: the admin
-// API (users, device pairing, tokens, a room) and device transports, the ones
+// API (users, device pairing, tokens, a room, a class in the room: demo-class.ts) and device transports, the ones
 // real hardware uses wherever this machine can provide them:
 //   ble     members 0..3 wear straps on the BlueZ emulator, read by the
 //           relay's BLE source over a private D-Bus (demo-hardware.ts, set up
@@ -31,6 +31,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Logger } from 'pino'
 import { AdminClient, type DeviceCredentials } from './admin-client.ts'
+import { DEMO_CLASS_MINUTES, DEMO_CLASS_NAME, startDemoClass, type DemoClassResult } from './demo-class.ts'
 import { DEMO_SEED, type DemoHardware, type DemoSerialPort } from './demo-hardware.ts'
 import { AntTransport } from './transports/ant.ts'
 import { makePerson } from './physiology.ts'
@@ -99,6 +100,8 @@ export interface DemoInfo {
   token: string
   room_id: string | null
   display_url: string | null
+  /** What became of the demo's class (demo-class.ts), null without a room. */
+  class: DemoClassResult | null
   curl: string
   members: Array<{ username: string, label: string, transport: MemberTransport, device_id: string, detail: string }>
 }
@@ -173,7 +176,10 @@ async function currentPairings (admin: AdminClient): Promise<Map<string, string>
  * prepareDemo (demo-hardware.ts) set up before the relay's sources started;
  * without it, every member uses MQTT (or HTTP).
  */
-export async function startDemo (service: DemoService, log: Logger, hardware: DemoHardware | null = null): Promise<DemoHandle> {
+/** How the demo runs: the planned length of the class it starts (default DEMO_CLASS_MINUTES). */
+export interface DemoOptions { classMinutes?: number }
+
+export async function startDemo (service: DemoService, log: Logger, hardware: DemoHardware | null = null, options: DemoOptions = {}): Promise<DemoHandle> {
   const dlog = log.child({ component: 'demo' })
   const dataDir = resolve(service.config.data_dir)
   const stateFile = join(dataDir, 'demo.json')
@@ -281,6 +287,9 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
   const ac = new AbortController()
   const simulation = new Simulation({ transport, devices, rateHz: 1, seed: DEMO_SEED, scenario: await loadScenario('spinning-class'), faults: [], signal: ac.signal })
   const running = simulation.run().catch((err: unknown) => { dlog.error({ err }, 'demo simulation failed'); return [] })
+  // The class starts with the simulated gym, so its minutes are the demo's first minutes.
+  const classMinutes = options.classMinutes ?? DEMO_CLASS_MINUTES
+  const classResult: DemoClassResult | null = roomId === null ? null : await startDemoClass(admin, roomId, dlog, classMinutes)
 
   const token = state.token
   const url = service.httpUrl
@@ -289,6 +298,7 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
     token,
     room_id: roomId,
     display_url: room === null ? null : `${url}/rooms/${room.room_id}/display?display_id=${room.display_id}`,
+    class: classResult,
     curl: `curl -H 'Authorization: Bearer ${token}' ${url}/api/v1/data/heart_rate/latest`,
     members: members.map((m, i) => {
       const kind = kinds[i] as MemberTransport
@@ -304,6 +314,7 @@ export async function startDemo (service: DemoService, log: Logger, hardware: De
     `hr-relay demo: ${DEMO_MEMBERS} members in a spinning class, sending over ${counts.map(([k, n]) => `${k === 'ble' ? 'BLE' : k === 'serial' ? 'serial' : k === 'ant' ? 'ANT+' : k.toUpperCase()} (${n})`).join(', ')}`,
     ...info.members.map(m => `  ${m.username.padEnd(width)}  ${m.transport.padEnd(6)}  ${m.detail}`),
     ...(info.display_url === null ? [] : [`  room display:   ${info.display_url}`]),
+    ...(classResult === 'started' ? [`  class:          "${DEMO_CLASS_NAME}", ${classMinutes} minutes: effort points on the display, then the results`] : []),
     `  demo token:     ${token}  (${(members[0] as DemoMember).username})`,
     `  latest reading: ${info.curl}`,
     '  turn the demo off with: hr-relay start --no-demo',

@@ -12,7 +12,7 @@ export function memberNav (csrf: string, current: string): { nav: Array<[string,
 
 export const OPERATOR_NAV: Array<[string, string]> = [
   ['/operator', 'Overview'], ['/operator/users', 'Users'], ['/operator/clients', 'Clients'],
-  ['/operator/rooms', 'Rooms'], ['/operator/devices', 'Devices'], ['/operator/operators', 'Operators'], ['/operator/audit', 'Audit log']
+  ['/operator/rooms', 'Rooms'], ['/operator/coach', 'Coach'], ['/operator/devices', 'Devices'], ['/operator/operators', 'Operators'], ['/operator/audit', 'Audit log']
 ]
 
 export function operatorNav (csrf: string, current: string): { nav: Array<[string, string]>, current: string, navExtra: string } {

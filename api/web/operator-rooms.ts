@@ -1,6 +1,7 @@
 // /operator/rooms: create and rename rooms, add and remove members, show and
 // revoke (rotate) the room display link
-// <public_url>/rooms/<room_id>/display?display_id=<display_id>.
+// <public_url>/rooms/<room_id>/display?display_id=<display_id>, and each
+// room's coach page (operator-coach.ts: start and end a class).
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import type { RoomRecord } from '../store/rooms.ts'
 import type { Session } from '../oauth/session.ts'
@@ -9,6 +10,8 @@ import { one } from './guard.ts'
 import { operatorNav } from './nav.ts'
 import { operatorForm, operatorPage, type OperatorUses } from './operator-auth.ts'
 import type { Services } from '../services.ts'
+import { coachRoutes, type CoachUses } from './operator-coach.ts'
+import type { ClassView } from '../classes/types.ts'
 
 export function displayUrl (publicUrl: string, room: RoomRecord): string {
   return `${publicUrl}/rooms/${encodeURIComponent(room.room_id)}/display?display_id=${encodeURIComponent(room.display_id)}`
@@ -18,7 +21,18 @@ const DONE: Record<string, string> = {
   created: 'Room created.', renamed: 'Room renamed.', added: 'Member saved.', removed: 'Member removed.', revoked: 'Display link revoked; the new link is shown below.'
 }
 
-function roomSection (publicUrl: string, csrf: string, room: RoomRecord, usernames: Map<string, string>, userOptions: string): string {
+/** Start a class, or end the running one (the coach page's forms; they lead to the coach page). */
+function classForms (base: string, csrf: string, room: RoomRecord, p: string, view: ClassView | null): string {
+  if (view?.state === 'running') {
+    return postForm(`${base}/class/end`, csrf, `<p>Class running: ${esc(view.name)}. <button type="submit" class="danger">End the class in ${esc(room.name)}</button></p>`)
+  }
+  return postForm(`${base}/class`, csrf, `<fieldset><legend>Start a class in ${esc(room.name)}</legend>
+${field(`${p}-cname`, 'Class name', `<input type="text" id="${p}-cname" name="name" maxlength="100" placeholder="Class">`)}
+${field(`${p}-cmin`, 'Planned length (minutes)', `<input type="number" id="${p}-cmin" name="minutes" min="1" max="240" value="45">`)}
+<button type="submit">Start class</button></fieldset>`)
+}
+
+function roomSection (publicUrl: string, csrf: string, room: RoomRecord, usernames: Map<string, string>, userOptions: string, view: ClassView | null | undefined): string {
   const base = `/operator/rooms/${encodeURIComponent(room.room_id)}`
   const p = room.room_id.slice(0, 8)
   const members = room.members.map(m => [
@@ -27,8 +41,10 @@ function roomSection (publicUrl: string, csrf: string, room: RoomRecord, usernam
   ])
   const link = displayUrl(publicUrl, room)
   return `<section class="room-item" aria-labelledby="r-${esc(p)}"><h2 id="r-${esc(p)}">${esc(room.name)}</h2>
+<p><a class="coach-link" href="${esc(base)}/coach">Coach page of ${esc(room.name)}</a>: start and end a class, live tiles with alerts (made for a tablet).</p>
+${view === undefined ? '' : classForms(base, csrf, room, p, view)}
 <p>Display link (open it on the gym screen; anyone with it can watch): <a class="mono display-link" href="${esc(link)}">${esc(link)}</a></p>
-<p>Tiles in name order; the same screen ordered <a class="display-order" href="${esc(link)}&amp;order=bpm">by heart rate</a> or <a class="display-order" href="${esc(link)}&amp;order=zone">by zone</a>.</p>
+<p>Tiles in name order; the same screen ordered <a class="display-order" href="${esc(link)}&amp;order=bpm">by heart rate</a>, <a class="display-order" href="${esc(link)}&amp;order=zone">by zone</a> or <a class="display-order" href="${esc(link)}&amp;order=effort">by a class's effort points</a>; on two screens: <a class="display-part" href="${esc(link)}&amp;part=1of2">first half</a> and <a class="display-part" href="${esc(link)}&amp;part=2of2">second half</a> of the members.</p>
 ${postForm(`${base}/display/revoke`, csrf, `<button type="submit" class="danger">Revoke display link of ${esc(room.name)}</button>`)}
 ${table(`Members of ${room.name}`, ['Display name', 'User', 'Max heart rate', ''], members, 'no members yet')}
 ${postForm(`${base}/members`, csrf, `<fieldset><legend>Add or update a member of ${esc(room.name)}</legend>
@@ -40,8 +56,8 @@ ${postForm(`${base}/rename`, csrf, `${field(`${p}-name`, `New name for ${room.na
 </section>`
 }
 
-/** What the rooms page uses: the rooms, the accounts to add, the public URL (display links), and operator sign-in. */
-export type OperatorRoomsUses = OperatorUses & Pick<Services, 'rooms' | 'users'>
+/** What the rooms page uses: the rooms, the accounts to add, the public URL (display links), operator sign-in, and what the coach page uses. */
+export type OperatorRoomsUses = OperatorUses & Pick<Services, 'rooms' | 'users'> & CoachUses
 
 export async function roomRoutes (app: FastifyInstance, uses: OperatorRoomsUses): Promise<void> {
   const page = async (reply: FastifyReply, session: Session, status: number, message?: string, error?: string): Promise<FastifyReply> => {
@@ -51,7 +67,7 @@ export async function roomRoutes (app: FastifyInstance, uses: OperatorRoomsUses)
     const rooms = uses.rooms.list()
     const body = `${notice(message)}${notice(error, 'error')}
 ${postForm('/operator/rooms', session.csrf, `<fieldset><legend>Create a room</legend>${field('new-room', 'Room name', '<input type="text" id="new-room" name="name" required maxlength="100">')}<button type="submit">Create room</button></fieldset>`)}
-${rooms.map(r => roomSection(uses.config.publicUrl, session.csrf, r, usernames, options)).join('\n')}
+${rooms.map(r => roomSection(uses.config.publicUrl, session.csrf, r, usernames, options, uses.classes === undefined ? undefined : uses.classes.view(r.room_id))).join('\n')}
 ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
     return await sendPage(reply, status, 'Rooms', body, operatorNav(session.csrf, '/operator/rooms'))
   }
@@ -116,4 +132,6 @@ ${rooms.length === 0 ? '<p>No rooms yet.</p>' : ''}`
     if (room === undefined || await uses.rooms.rotateDisplay(room.room_id) === undefined) return await page(reply, f.session, 404, undefined, 'No such room.')
     return await done(reply, 'revoked')
   })
+
+  await coachRoutes(app, uses)
 }

@@ -2,7 +2,9 @@
 // the capability: the bpm widget (/widgets/<widget_id>/view; the widget id)
 // and the room display (/rooms/<room_id>/display?display_id=<display_id>).
 // Both pages then follow helper streams: /widgets/<id>/stream and
-// /rooms/<room_id>/stream?display_id=... (api/http, issue 3).
+// /rooms/<room_id>/stream?display_id=... (api/http, issue 3). While a class
+// runs, and while its results are shown, the display follows the class
+// (issue 43): its state carries the class, the stream its room_class messages.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ApiError } from '../errors.ts'
@@ -14,11 +16,14 @@ import { consentMissing } from './member-consent.ts'
 import { Params } from '../http/schema.ts'
 import type { Services } from '../services.ts'
 import { compareMembers, DEFAULT_BOUNDS, ORDERS, trendPoints, zoneOf, ZONE_NAMES } from './static/zones.js'
+import { parsePart, partMembers, type Part } from './static/room-layout.js'
+import { classTimes, pointsText } from './static/class-view.js'
+import type { ClassControl, ClassMemberView, ClassView } from '../classes/types.ts'
 
 const ID = Type.String({ minLength: 1, maxLength: 100 })
 
-/** What the overlays use: widgets, rooms, and the members' accounts and readings (room display state). */
-export type OverlayUses = Pick<Services, 'widgets' | 'rooms' | 'users' | 'readings' | 'config'>
+/** What the overlays use: widgets, rooms, the members' accounts and readings (room display state), and the rooms' classes. */
+export type OverlayUses = Pick<Services, 'widgets' | 'rooms' | 'users' | 'readings' | 'config'> & { classes?: ClassControl }
 
 function overlayPage (title: string, css: string, body: string, script: string | null, htmlClass = ''): string {
   return `<!doctype html>
@@ -48,7 +53,13 @@ export interface DisplayMember {
   paused_until: number | null
 }
 
-export interface DisplayState { room: { room_id: string, name: string }, members: DisplayMember[], server_now: number }
+export interface DisplayState {
+  room: { room_id: string, name: string }
+  members: DisplayMember[]
+  /** The running class or its results (displayClass), null otherwise. */
+  class: ClassView | null
+  server_now: number
+}
 
 /** A reading older than this is shown as "no signal" (static/room.js keeps the same bound). */
 export const STALE_MS = 10_000
@@ -78,13 +89,60 @@ const displayStateSchema = {
           }
         }
       },
+      class: {
+        type: ['object', 'null'],
+        properties: {
+          class_id: { type: 'string' },
+          room_id: { type: 'string' },
+          name: { type: 'string' },
+          started_at: { type: 'number' },
+          planned_end: { type: 'number' },
+          ended_at: { type: ['number', 'null'] },
+          state: { type: 'string' },
+          results_until: { type: ['number', 'null'] },
+          members: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                profile_id: { type: 'string' },
+                display_name: { type: 'string' },
+                effort_points: { type: 'number' },
+                zone_minutes: { type: 'array', items: { type: 'number' } },
+                max_heart_rate: { type: 'number' },
+                alert: { type: 'boolean' },
+                hidden: { type: 'boolean' }
+              }
+            }
+          }
+        }
+      },
       server_now: { type: 'number' }
     }
   }
 } as const
 
+const NOTHING: ClassMemberView['zone_minutes'] = [0, 0, 0, 0, 0]
+
+/**
+ * The class as a display may show it: null once its results have expired;
+ * only members of the display (the room's members the box may show); a member
+ * who hides from room displays is left out, and one the coach hid is kept
+ * with hidden set and without numbers (static/room.js hides the tile).
+ */
+export function displayClass (view: ClassView | null, members: DisplayMember[], now: number): ClassView | null {
+  if (view === null || (view.state === 'results' && view.results_until !== null && view.results_until <= now)) return null
+  const shown = new Map(members.map(m => [m.profile_id, m]))
+  return {
+    ...view,
+    members: view.members
+      .filter(m => shown.get(m.profile_id)?.paused === false)
+      .map(m => m.hidden ? { ...m, effort_points: 0, zone_minutes: NOTHING, alert: false } : m)
+  }
+}
+
 /** The members of a room with their last readings, as the display shows them; hidden members carry no heart-rate data. */
-async function displayState (uses: OverlayUses, room: RoomRecord, now: number): Promise<DisplayState> {
+export async function displayState (uses: OverlayUses, room: RoomRecord, now: number): Promise<DisplayState> {
   const midnight = startOfToday(now)
   const members: DisplayMember[] = []
   for (const m of room.members) {
@@ -110,31 +168,46 @@ async function displayState (uses: OverlayUses, room: RoomRecord, now: number): 
       paused_until: paused ? uses.users.roomPausedUntil(m.profile_id, now) : null
     })
   }
-  return { room: { room_id: room.room_id, name: room.name }, members, server_now: now }
+  const view = uses.classes?.view(room.room_id) ?? null
+  return { room: { room_id: room.room_id, name: room.name }, members, class: displayClass(view, members, now), server_now: now }
 }
 
-type Order = 'name' | 'bpm' | 'zone'
+type Order = 'name' | 'bpm' | 'zone' | 'effort'
 const orderOf = (value: unknown): Order => (ORDERS as unknown[]).includes(value) ? value as Order : 'name'
 
 /** One tile of the first paint; static/room.js takes it over. */
-function tileHtml (m: DisplayMember, now: number): string {
+function tileHtml (m: DisplayMember, now: number, c: ClassMemberView | undefined): string {
   const live = !m.paused && m.latest !== null && now - m.latest.measured_at <= STALE_MS
   const z = live && m.latest !== null ? zoneOf(m.latest.heart_rate, m.max_heart_rate, m.zones) : null
   const state = m.paused ? 'paused' : live ? 'live' : 'no-signal'
   const zoneText = m.paused ? 'paused' : z === null ? 'no signal' : `${z.percent}% · ${z.name}`
   const num = live && m.latest !== null ? String(Math.round(m.latest.heart_rate)) : '--'
   const kcal = m.paused ? '' : `${Math.round(m.calories_today_kcal)} kcal today`
-  return `<article class="tile" data-profile-id="${esc(m.profile_id)}" data-state="${state}"${z === null ? '' : ` data-zone="${z.index}"`}>` +
+  const alert = c?.alert === true ? ' data-alert="true"' : ''
+  const points = c === undefined ? '' : pointsText(c.effort_points)
+  return `<article class="tile" data-profile-id="${esc(m.profile_id)}" data-state="${state}"${z === null ? '' : ` data-zone="${z.index}"`}${alert}${c?.hidden === true ? ' hidden' : ''}>` +
     `<h2 class="name">${esc(m.display_name)}</h2><p class="bpm"><span class="num">${num}</span><span class="unit"> bpm</span></p>` +
-    `<p class="zone">${esc(zoneText)}</p><p class="kcal">${esc(kcal)}</p>` +
+    `<p class="zone">${esc(zoneText)}</p><p class="points">${esc(points)}</p><p class="kcal">${esc(kcal)}</p>` +
     `<svg viewBox="0 0 300 60" class="trend" aria-hidden="true" preserveAspectRatio="none"><polyline vector-effect="non-scaling-stroke" points="${esc(m.paused ? '' : trendPoints(m.trend, now, TREND_MS, 300, 60))}"></polyline></svg></article>`
 }
 
-function sortKey (m: DisplayMember, now: number): { name: string, bpm: number | null, percent: number, zone: number } {
+function sortKey (m: DisplayMember, now: number, effort: number): { name: string, bpm: number | null, percent: number, zone: number, effort: number } {
   const live = !m.paused && m.latest !== null && now - m.latest.measured_at <= STALE_MS
   const z = live && m.latest !== null ? zoneOf(m.latest.heart_rate, m.max_heart_rate, m.zones) : null
-  return { name: m.display_name, bpm: z === null || m.latest === null ? null : m.latest.heart_rate, percent: z?.percent ?? 0, zone: z?.index ?? 0 }
+  return { name: m.display_name, bpm: z === null || m.latest === null ? null : m.latest.heart_rate, percent: z?.percent ?? 0, zone: z?.index ?? 0, effort }
 }
+
+/** The class bar of the header (name, elapsed, remaining) and the results section; static/room.js fills and follows them. */
+function classHtml (view: ClassView | null, now: number): string {
+  const times = view === null ? null : classTimes(view, now)
+  return `<p id="class-bar" class="class-bar"${view === null ? ' hidden' : ''}><span id="class-name" class="class-name">${esc(view?.name ?? '')}</span>` +
+    `<span id="class-elapsed" class="class-time">${esc(times?.elapsed ?? '')}</span><span id="class-remaining" class="class-time">${esc(times?.remaining ?? '')}</span></p>`
+}
+
+/** The 400 page of a display link with a part= it cannot use. */
+const badPartPage = (value: string): string => overlayPage('Bad display link', '/web/static/site.css',
+  `<main id="main"><h1>Bad display link</h1><p role="alert">${esc(`part=${value.slice(0, 10)}`)} is not a screen of this room. ` +
+  'Use part=1of2 and part=2of2 for two screens (up to part=8of8), or leave part= out for one screen.</p></main>', null)
 
 /** The zone legend: the five zones of the maximum heart rate, then the two states without a number. */
 function legendHtml (): string {
@@ -154,7 +227,11 @@ export const overlayRoutes: FastifyPluginAsyncTypebox<OverlayUses> = async (app,
     return await sendHtml(reply, 200, overlayPage(widget.name, '/web/static/widget.css', body, '/web/static/widget.js', 'overlay'), { frameable: true })
   })
 
-  const displayQuery = Type.Object({ display_id: Type.Optional(Type.String({ maxLength: 100 })), order: Type.Optional(Type.String({ maxLength: 10 })) })
+  const displayQuery = Type.Object({
+    display_id: Type.Optional(Type.String({ maxLength: 100 })),
+    order: Type.Optional(Type.String({ maxLength: 10 })),
+    part: Type.Optional(Type.String({ maxLength: 10 }))
+  })
   const roomParams = Params({ room_id: ID })
 
   app.get('/rooms/:room_id/display', { schema: { params: roomParams, querystring: displayQuery } }, async (request, reply) => {
@@ -164,15 +241,22 @@ export const overlayRoutes: FastifyPluginAsyncTypebox<OverlayUses> = async (app,
     if (room === undefined || displayId === undefined || !uses.rooms.displayAllowed(roomId, displayId)) {
       return await sendHtml(reply, 404, gonePage('Display not found', 'This room display link does not exist or was revoked. Ask the operator for the current link.'))
     }
+    const part: Part | null | 'bad' = parsePart(request.query.part)
+    if (part === 'bad') return await sendHtml(reply, 400, badPartPage(request.query.part ?? ''))
     const now = Date.now()
     const state = await displayState(uses, room, now)
     const order = orderOf(request.query.order)
-    const sorted = [...state.members].sort((a, b) => compareMembers(order, sortKey(a, now), sortKey(b, now)))
-    // First paint: the tiles and the state they came from (static/room.js takes over from the embedded state).
-    const body = `<div id="room" class="room" data-room-id="${esc(room.room_id)}" data-order="${order}" data-connection="connecting">
-<header><h1 id="room-name">${esc(room.name)}</h1><p id="connection" class="connection" role="status" aria-live="polite"></p></header>
+    const inClass = new Map((state.class?.members ?? []).map(c => [c.profile_id, c]))
+    const effort = (m: DisplayMember): number => inClass.get(m.profile_id)?.effort_points ?? 0
+    const sorted = partMembers(state.members, part).sort((a, b) => compareMembers(order, sortKey(a, now, effort(a)), sortKey(b, now, effort(b))))
+    const mode = state.class === null ? 'room' : state.class.state === 'running' ? 'class' : 'results'
+    const partAttr = part === null ? '' : ` data-part="${part.index}of${part.count}"`
+    // First paint: the tiles and the state they came from (static/room.js takes over from the embedded state and fills the results).
+    const body = `<div id="room" class="room" data-room-id="${esc(room.room_id)}" data-order="${order}" data-mode="${mode}"${partAttr} data-connection="connecting">
+<header><h1 id="room-name">${esc(room.name)}</h1>${classHtml(state.class, now)}<p id="connection" class="connection" role="status" aria-live="polite"></p></header>
 ${legendHtml()}
-<section id="tiles" class="tiles" aria-label="Members">${sorted.map(m => tileHtml(m, now)).join('')}</section><p class="empty">No members in this room yet.</p>
+<section id="tiles" class="tiles" aria-label="Members">${sorted.map(m => tileHtml(m, now, inClass.get(m.profile_id))).join('')}</section><p class="empty">No members in this room yet.</p>
+<section id="results" class="results" aria-labelledby="results-title"${mode === 'results' ? '' : ' hidden'}><h2 id="results-title">Results</h2><ol id="results-list" class="results-list"></ol></section>
 </div>${jsonBlock('room-state', state)}`
     return await sendHtml(reply, 200, overlayPage(room.name, '/web/static/room.css', body, '/web/static/room.js'))
   })
@@ -185,6 +269,7 @@ ${legendHtml()}
     if (room === undefined || displayId === undefined || !uses.rooms.displayAllowed(roomId, displayId)) {
       throw new ApiError('not_found', { detail: 'no such room display' })
     }
+    if (parsePart(request.query.part) === 'bad') throw new ApiError('invalid_request', { detail: 'part must be <i>of<n> with 1 <= i <= n <= 8' })
     return await displayState(uses, room, Date.now())
   })
 }

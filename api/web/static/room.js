@@ -2,10 +2,15 @@
 // paint comes from the server (tiles plus the embedded #room-state); this
 // script takes the tiles over, then follows the room stream (the display key
 // in the URL is the capability). Tiles come and go with the membership
-// messages; calories and pauses are refreshed from the state route.
+// messages; calories and pauses are refreshed from the state route. During a
+// class (room_class messages) the tiles carry effort points and alerts, and
+// after it the results replace the tiles until their time is up. With
+// part=<i>of<n> the page shows its share of the members (several screens).
 import { openLive, wsUrl } from './live.js'
 import { zoneOf, trendPoints, compareMembers, ORDERS } from './zones.js'
-import { gridFor } from './room-layout.js'
+import { gridFor, parsePart, partMembers } from './room-layout.js'
+import { pointsText } from './class-view.js'
+import { classDisplay } from './room-class.js'
 
 const root = document.getElementById('room')
 const grid = document.getElementById('tiles')
@@ -15,13 +20,21 @@ const roomId = root.dataset.roomId
 const params = new URLSearchParams(window.location.search)
 const key = params.get('display_id') ?? ''
 const order = ORDERS.includes(params.get('order')) ? params.get('order') : 'name'
-const q = `display_id=${encodeURIComponent(key)}`
+const parsedPart = parsePart(params.get('part'))
+/** This screen's share of the members, null for all (the server refuses a bad part= with a 400 page). */
+const part = parsedPart === 'bad' ? null : parsedPart
+const q = `display_id=${encodeURIComponent(key)}${part === null ? '' : `&part=${part.index}of${part.count}`}`
 const TREND_MS = 5 * 60 * 1000
 /** A reading older than this is "no signal" (api/web/overlay.ts STALE_MS). */
 const STALE_MS = 10000
 const SVG = 'http://www.w3.org/2000/svg'
 const tiles = new Map()
 const initial = JSON.parse(document.getElementById('room-state')?.textContent ?? 'null')
+/** Every member of the room ({ profile_id, display_name }) and who hides from displays, for the split and the results. */
+let roster = []
+const pausedIds = new Set()
+/** The class as the stream or the state last gave it (null: none). */
+let view = null
 /**
  * Server time minus page time: readings are timed by the server's clock. The
  * first estimate comes from the page's HTML and lags by however long the page
@@ -52,7 +65,7 @@ function newNode (id) {
   const line = document.createElementNS(SVG, 'polyline')
   line.setAttribute('vector-effect', 'non-scaling-stroke')
   svg.append(line)
-  node.append(el('h2', 'name'), bpm, el('p', 'zone', 'no signal'), el('p', 'kcal'), svg)
+  node.append(el('h2', 'name'), bpm, el('p', 'zone', 'no signal'), el('p', 'points'), el('p', 'kcal'), svg)
   grid.append(node)
   return node
 }
@@ -63,8 +76,9 @@ function tileFor (m) {
     // A tile of the first paint, else a new one.
     const node = [...grid.children].find(n => n.dataset.profileId === m.profile_id) ?? newNode(m.profile_id)
     const $ = s => node.querySelector(s)
-    t = { node, name: $('.name'), num: $('.num'), zone: $('.zone'), kcal: $('.kcal'), line: $('polyline'), member: { paused: false }, samples: [], timer: undefined, kcalValue: 0, sort: null }
+    t = { node, name: $('.name'), num: $('.num'), zone: $('.zone'), points: $('.points'), kcal: $('.kcal'), line: $('polyline'), member: { paused: false }, samples: [], timer: undefined, kcalValue: 0, sort: null, effort: 0 }
     tiles.set(m.profile_id, t)
+    classTile(t)
     layout()
   }
   for (const [k, v] of Object.entries(m)) if (v !== undefined) t.member[k] = v
@@ -92,6 +106,8 @@ function stale (t) { blank(t, 'no-signal', 'no signal'); reorder() }
 /** The member hides from room displays: no number, no trend, no calories until the pause ends. */
 function paused (t) {
   t.member.paused = true
+  pausedIds.add(t.node.dataset.profileId)
+  classTile(t)
   blank(t, 'paused', 'paused')
   t.samples = []
   t.line.setAttribute('points', '')
@@ -110,7 +126,7 @@ function showBpm (t, bpm) {
 }
 
 function reading (t, bpm, at) {
-  t.member.paused = false
+  if (t.member.paused) { t.member.paused = false; pausedIds.delete(t.node.dataset.profileId); classTile(t) }
   showBpm(t, bpm)
   setKcal(t)
   if (t.samples.length === 0 || t.samples[t.samples.length - 1][0] < at) t.samples.push([at, bpm])
@@ -151,7 +167,7 @@ function removeTile (id) {
 /** The tile order of ?order= (CSS order, so no tile moves in the DOM). */
 function reorder () {
   const all = [...tiles.values()]
-  const key = t => ({ name: t.name.textContent, bpm: t.sort?.bpm ?? null, percent: t.sort?.percent ?? 0, zone: t.sort?.zone ?? 0 })
+  const key = t => ({ name: t.name.textContent, bpm: t.sort?.bpm ?? null, percent: t.sort?.percent ?? 0, zone: t.sort?.zone ?? 0, effort: t.effort })
   all.sort((a, b) => compareMembers(order, key(a), key(b)))
   all.forEach((t, i) => { t.node.style.order = String(i) })
 }
@@ -159,10 +175,49 @@ function reorder () {
 /** Columns x rows for the tiles in the space the grid has; the type scales with the tile (room.css). */
 function layout () {
   const gap = parseFloat(getComputedStyle(grid).rowGap) || 0
-  const { cols, rows } = gridFor(tiles.size, grid.clientWidth, grid.clientHeight, gap)
+  const shown = [...tiles.values()].filter(t => !t.node.hidden).length
+  const { cols, rows } = gridFor(shown, grid.clientWidth, grid.clientHeight, gap)
   grid.style.setProperty('--cols', String(cols))
   grid.style.setProperty('--rows', String(rows))
   root.dataset.grid = `${cols}x${rows}`
+}
+
+/** A tile's class data: effort points, alert, hidden by the coach (only while the class runs). */
+function classTile (t) {
+  const c = view?.state === 'running' && !t.member.paused ? view.members.find(m => m.profile_id === t.node.dataset.profileId) : undefined
+  const wasHidden = t.node.hidden
+  t.effort = c?.effort_points ?? 0
+  t.points.textContent = c === undefined || c.hidden ? '' : pointsText(c.effort_points)
+  if (c?.alert === true) t.node.dataset.alert = 'true'
+  else delete t.node.dataset.alert
+  t.node.hidden = c?.hidden === true
+  if (wasHidden !== t.node.hidden) layout()
+}
+
+const classParts = classDisplay({ now: serverNow, onEnd: () => applyClass(null) })
+
+/** Follows the class: running (points on the tiles), results (the leaderboard instead of the tiles), or none. */
+function applyClass (v) {
+  const expired = v?.state === 'results' && v.results_until !== null && v.results_until <= serverNow()
+  view = v === null || v === undefined || expired ? null : v
+  root.dataset.mode = view === null ? 'room' : view.state === 'running' ? 'class' : 'results'
+  for (const t of tiles.values()) classTile(t)
+  // On the results: members of this display the coach did not hide and who do not hide from displays.
+  const known = new Set(roster.map(m => m.profile_id))
+  classParts.show(view, m => !m.hidden && known.has(m.profile_id) && !pausedIds.has(m.profile_id), part)
+  reorder()
+  layout()
+}
+
+/** Takes the room's members from a state: this screen's share gets tiles. */
+function adoptState (state) {
+  roster = state.members.map(m => ({ profile_id: m.profile_id, display_name: m.display_name }))
+  for (const m of state.members) if (m.paused) pausedIds.add(m.profile_id); else pausedIds.delete(m.profile_id)
+  const mine = partMembers(state.members, part)
+  const seen = new Set()
+  for (const m of mine) { seen.add(m.profile_id); adopt(m) }
+  for (const id of [...tiles.keys()]) if (!seen.has(id)) removeTile(id)
+  applyClass(state.class ?? null)
 }
 
 async function refresh () {
@@ -170,20 +225,17 @@ async function refresh () {
   if (!res.ok) { connEl.textContent = res.status === 404 ? 'This display link is no longer valid.' : 'Cannot load the room.'; return }
   const state = await res.json()
   titleEl.textContent = state.room.name
-  const seen = new Set()
-  for (const m of state.members) { seen.add(m.profile_id); adopt(m) }
-  for (const id of [...tiles.keys()]) if (!seen.has(id)) removeTile(id)
-  reorder()
+  adoptState(state)
 }
 
-if (initial) for (const m of initial.members) adopt(m)
+if (initial) adoptState(initial)
 reorder()
 layout()
 new ResizeObserver(() => layout()).observe(grid)
 
 const CONN = { connecting: '', reconnecting: 'reconnecting…', waiting: '', live: '', 'no-signal': '', gone: 'This display link was revoked. Ask the operator for the new link.' }
 
-openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rate,room_member_updated,room_member_removed,room_updated`), {
+openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rate,room_member_updated,room_member_removed,room_updated,room_class`), {
   staleMs: 0,
   onState (s) { root.dataset.connection = s; connEl.textContent = CONN[s] ?? '' },
   stillValid: async () => (await fetch(`/rooms/${encodeURIComponent(roomId)}/display/state?${q}`, { cache: 'no-store' })).status !== 404,
@@ -200,15 +252,25 @@ openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rat
       const p = msg.room_member_updated
       if (typeof p?.profile_id !== 'string') return true
       const known = tiles.has(p.profile_id)
+      if (p.config?.paused === true) pausedIds.add(p.profile_id)
+      else if (p.config?.paused === false) pausedIds.delete(p.profile_id)
+      // A split display learns from the state which screen a new member is on.
+      if (!known && part !== null) { refresh().catch(() => {}); return true }
       const t = tileFor({ profile_id: p.profile_id, display_name: p.config?.display_name, zones: p.config?.zones })
       // config.paused: the member hid from room displays, or came back (docs/operator.md "Pages the box serves").
       if (p.config?.paused === true) paused(t)
-      else if (p.config?.paused === false && t.member.paused) { t.member.paused = false; stale(t) }
+      else if (p.config?.paused === false && t.member.paused) { t.member.paused = false; stale(t); classTile(t) }
       // The server resolves the maximum heart rate (config, user, age, default) and today's calories.
       if (!known || p.config?.max_heart_rate !== undefined) refresh().catch(() => {})
       return true
     }
-    if (msg?.kind === 'room_member_removed') { removeTile(msg.room_member_removed?.profile_id); return true }
+    if (msg?.kind === 'room_member_removed') {
+      removeTile(msg.room_member_removed?.profile_id)
+      // The other screens' shares move: each takes its share again.
+      if (part !== null) refresh().catch(() => {})
+      return true
+    }
+    if (msg?.kind === 'room_class') { applyClass(msg.room_class ?? null); return true }
     if (msg?.kind === 'room_updated') {
       const name = msg.room_updated?.config?.name
       if (typeof name === 'string') titleEl.textContent = name

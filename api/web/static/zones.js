@@ -37,17 +37,23 @@ export function trendPoints (samples, now, windowMs, w, h) {
   }).join(' ')
 }
 
-/** Orders of the room display's tiles (`?order=` of the display link). */
-export const ORDERS = ['name', 'bpm', 'zone']
+/** Orders of the room display's tiles (`?order=` of the display link); 'effort' is a class's leaderboard. */
+export const ORDERS = ['name', 'bpm', 'zone', 'effort']
 
 /**
  * Tile order of the room display, the same on the server (first paint) and
- * in the page: a and b are { name, bpm, percent, zone } with bpm null for a
+ * in the page: a and b are { name, bpm, percent, zone, effort } with bpm null for a
  * member without a live reading (no signal, paused). 'name': by name;
  * 'bpm': live members by bpm, highest first; 'zone': by zone, then percent of
- * the maximum. Members without a reading follow, by name.
+ * the maximum. Members without a reading follow, by name. 'effort': by the
+ * class's effort points so far, highest first, then by name (a member
+ * without points, or with no class running, counts 0).
  */
 export function compareMembers (order, a, b) {
+  if (order === 'effort') {
+    const d = (b.effort ?? 0) - (a.effort ?? 0)
+    if (d !== 0) return d
+  }
   if (order === 'bpm' || order === 'zone') {
     const la = a.bpm !== null; const lb = b.bpm !== null
     if (la !== lb) return la ? -1 : 1

@@ -39,7 +39,10 @@ const EXCLUDED: Record<string, string[]> = {
     'POST /operator/devices/:device_id/unpair', 'GET /operator/users/:username/delete', 'POST /operator/users/:username/delete',
     'GET /operator/audit', 'GET /operator/operators', 'POST /operator/operators', 'POST /operator/operators/:name/remove',
     'POST /operator/users', 'GET /operator/users/:username', 'POST /operator/users/:username', 'POST /operator/users/:username/invitation',
-    'GET /operator/devices/nearby'
+    'GET /operator/devices/nearby',
+    'GET /operator/coach', 'GET /operator/rooms/:room_id/coach', 'POST /operator/rooms/:room_id/class', 'POST /operator/rooms/:room_id/class/end',
+    'POST /operator/rooms/:room_id/class/members/:profile_id/hidden', 'GET /operator/rooms/:room_id/coach/state',
+    'GET /operator/rooms/:room_id/coach/members/:profile_id/readings'
   ]
 }
 // And every HEAD route: Fastify adds one for each GET route (exposeHeadRoutes); the GET is documented.

@@ -22,7 +22,9 @@ const PASSWORD = 'coach-password-1'
 const COACH_ROUTES = new Set([
   'GET /operator', 'GET /operator/rooms', 'POST /operator/rooms', 'POST /operator/rooms/:room_id/rename',
   'POST /operator/rooms/:room_id/members', 'POST /operator/rooms/:room_id/members/:profile_id/remove',
-  'POST /operator/rooms/:room_id/display/revoke'
+  'POST /operator/rooms/:room_id/display/revoke', 'GET /operator/coach', 'GET /operator/rooms/:room_id/coach',
+  'POST /operator/rooms/:room_id/class', 'POST /operator/rooms/:room_id/class/end', 'POST /operator/rooms/:room_id/class/members/:profile_id/hidden',
+  'GET /operator/rooms/:room_id/coach/state', 'GET /operator/rooms/:room_id/coach/members/:profile_id/readings'
 ])
 const SIGN_IN_OUT = new Set(['GET /operator/signin', 'POST /operator/signin', 'POST /operator/signout'])
 
