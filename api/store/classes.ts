@@ -84,10 +84,10 @@ export class ClassStore {
     await this.store.batch(ops, { sync: true })
   }
 
-  /** A member's class summaries of classes started in [from, to], oldest first. */
+  /** A member's class summaries of classes started in [from, to), oldest first. */
   async summariesOf (profileId: string, from = 0, to = Number.MAX_SAFE_INTEGER): Promise<ClassSummary[]> {
     const out: ClassSummary[] = []
-    for await (const s of this.summaries.values({ gte: `${profileId}!${ts(from)}`, lt: `${profileId}!${ts(to)}!~` })) out.push(s)
+    for await (const s of this.summaries.values({ gte: `${profileId}!${ts(from)}`, lt: `${profileId}!${ts(to)}` })) out.push(s)
     return out
   }
 
