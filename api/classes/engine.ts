@@ -198,7 +198,15 @@ export class ClassEngine implements ClassControl {
       this.add(live, m, { t, bpm: message.heart_rate.bpm })
       if (m.alert !== was) { this.publish(live.rec.room_id); this.schedule(live) }
     } else if (message.kind === 'room_member_removed') {
-      if (live.members.delete(message.room_member_removed.profile_id)) this.publish(live.rec.room_id)
+      // A member who leaves (or is erased) is out of the class: no summary, and out of the coach's hidden list.
+      const pid = message.room_member_removed.profile_id
+      if (live.rec.hidden.includes(pid)) {
+        live.rec = { ...live.rec, hidden: live.rec.hidden.filter(p => p !== pid) }
+        const rec = live.rec
+        this.lock.run(rec.room_id, async () => { if (this.state.get(rec.room_id) === live) await this.o.classes.save(live.rec) })
+          .catch((err: unknown) => { this.o.log?.error({ err, room_id: rec.room_id }, 'class: saving the hidden members failed') })
+      }
+      if (live.members.delete(pid)) this.publish(live.rec.room_id)
     } else if (message.kind === 'room_member_updated') {
       // A new member, a new maximum or zones, or a member who hides from displays (or shows again).
       const pid = message.room_member_updated.profile_id

@@ -1,5 +1,6 @@
-// GET /api/v1/classes (hr-relay extension, docs/api.md "hr-relay extensions"):
-// the member's class summaries, and the JSON Schemas of the class shapes
+// GET /api/v1/classes and GET /api/v1/classes/{class_id}/export (hr-relay
+// extensions, docs/api.md "Class summaries"): the member's class summaries and
+// one class as CSV, TCX or FIT, and the JSON Schemas of the class shapes
 // (api/classes/types.ts) that the admin API answers with too.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -7,6 +8,8 @@ import { guard, type GuardUses } from './data-auth.ts'
 import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { rangeOf } from './history.ts'
+import { Params } from './schema.ts'
+import { sendClassExport, type ClassExportUses } from '../export/class-export.ts'
 
 const ms = (description: string): { type: 'number', description: string } => ({ type: 'number', description })
 const nullableMs = (description: string): { type: readonly ['number', 'null'], description: string } => ({ type: ['number', 'null'], description } as const)
@@ -86,8 +89,8 @@ export const CLASS_SUMMARY_SCHEMA = {
   }
 } as const
 
-/** What the class list reads: the members' stored summaries. */
-export type ClassesUses = GuardUses & Pick<Services, 'classStore'>
+/** What the class list and exports read: the members' stored summaries, their readings and settings. */
+export type ClassesUses = GuardUses & ClassExportUses & Pick<Services, 'classStore'>
 
 export const classesPlugin: FastifyPluginAsyncTypebox<ClassesUses> = async (app, uses) => {
   app.get('/api/v1/classes', {
@@ -99,5 +102,12 @@ export const classesPlugin: FastifyPluginAsyncTypebox<ClassesUses> = async (app,
   }, async request => {
     const { from, to } = rangeOf(request.query)
     return { classes: await uses.classStore.summariesOf(profileOf(request), from, to) }
+  })
+
+  app.get('/api/v1/classes/:class_id/export', {
+    onRequest: guard(uses, { scope: 'data:heart_rate:read' }),
+    schema: { params: Params({ class_id: Type.String({ maxLength: 100 }) }), querystring: Type.Object({ format: Type.Optional(Type.String()) }) }
+  }, async (request, reply) => {
+    return await sendClassExport(uses, reply, profileOf(request), request.params.class_id, request.query.format)
   })
 }

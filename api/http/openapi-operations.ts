@@ -42,6 +42,7 @@ export const OPERATIONS: Readonly<Record<string, Operation>> = {
   'GET /api/v1/data/sessions': { tag: 'Heart rate', summary: 'Training sessions', access: user('data:heart_rate:read') },
   'GET /api/v1/data/sessions/{id}/export': { tag: 'Heart rate', summary: 'Export a session (FIT, TCX, GPX or CSV)', access: user('data:heart_rate:read') },
   'GET /api/v1/classes': { tag: 'Heart rate', summary: 'The member\'s classes with their summaries (hr-relay extension)', access: user('data:heart_rate:read') },
+  'GET /api/v1/classes/{class_id}/export': { tag: 'Heart rate', summary: 'Export a class of the member (CSV, TCX or FIT; hr-relay extension)', access: user('data:heart_rate:read') },
   'GET /api/v1/data/real_time': { tag: 'Heart rate', summary: 'Live readings (WebSocket)', access: user('data:heart_rate:read', true) },
   'GET /api/v1/data/ingestion_pause': { tag: 'Heart rate', summary: 'Whether ingestion is paused', access: user('data:ingestion_pause:read') },
   'POST /api/v1/data/ingestion_pause': { tag: 'Heart rate', summary: 'Pause or resume ingestion', access: user('data:ingestion_pause:write') },
