@@ -40,11 +40,21 @@ const T0 = Math.floor((Date.now() - 7_200_000) / 60_000) * 60_000
 
 interface Box { store: Store, users: Users, data: DataServices, clock: TestClock, dir: string }
 
-async function open (t: { teardown (fn: () => unknown): void }, dir?: string, clock = new TestClock(T0)): Promise<Box> {
+async function open (t: { teardown (fn: () => unknown): void }, dir?: string, clock = new TestClock(T0), o: { learn?: boolean, consent?: boolean } = {}): Promise<Box> {
   const d = dir ?? await mkdtemp(join(tmpdir(), 'hr-classes-'))
   const store = await Store.open(d)
   const users = new Users(store)
-  const data = await buildDataServices({ store, users, log: pino({ level: 'silent' }), retention: { rawDays: 35, rollupDays: 400 }, streamGapSeconds: 5, pruneIntervalMs: 0, clock, classes: { learnMaxHeartRate: true, resultsSeconds: 120 } })
+  const data = await buildDataServices({
+    store,
+    users,
+    log: pino({ level: 'silent' }),
+    retention: { rawDays: 35, rollupDays: 400 },
+    streamGapSeconds: 5,
+    pruneIntervalMs: 0,
+    clock,
+    classes: { learnMaxHeartRate: o.learn ?? true, resultsSeconds: 120 },
+    ...(o.consent === true ? { consent: { required: true, noticeVersion: '2' } } : {})
+  })
   let closed = false
   const close = async (): Promise<void> => { if (closed) return; closed = true; data.classes.stop(); await data.pipeline.stop(); await store.close() }
   t.teardown(close)
@@ -187,6 +197,8 @@ t.test('a running class survives a restart; one whose planned end passed while t
   const rec = await box.data.classes.start(room.room_id, { minutes: 5 })
   for (let s = 0; s < 60; s++) await reading(box.data, ann.profile_id, T0 + s * 1000, 170)
   box.data.classes.stop()
+  box.clock.set(T0 + 400_000)
+  t.same((await box.data.classStore.runningClasses()).map(c => c.class_id), [rec.class_id], 'stop() cleared the timer: the class did not end')
   await box.data.pipeline.stop()
   await box.store.close()
 
@@ -206,4 +218,37 @@ t.test('a running class survives a restart; one whose planned end passed while t
   t.same((await box.data.classStore.ofRoom(room.room_id)).map(c => c.ended_at), [T0 + 300_000])
   t.same(await box.data.classStore.runningClasses(), [])
   t.ok(box.data.classes instanceof ClassEngine)
+})
+
+t.test('members who join or leave during a class; without consent; classes.learn_max_heart_rate off', async t => {
+  const { data, users, clock } = await open(t, undefined, new TestClock(T0), { learn: false, consent: true })
+  const ann = await users.create({ username: 'ann', password: 'password123', max_heart_rate: 150 })
+  const bob = await users.create({ username: 'bob', password: 'password123', max_heart_rate: 150 })
+  const cy = await users.create({ username: 'cy', password: 'password123' })
+  for (const u of [ann, bob]) await users.giveConsent(u.profile_id, '2', 'member')
+  const room = await data.rooms.create('Studio 4')
+  await data.rooms.upsertMember(room.room_id, ann.profile_id, { display_name: 'Ann', max_heart_rate: null })
+  await data.rooms.upsertMember(room.room_id, cy.profile_id, { display_name: 'Cy', max_heart_rate: null })
+  const w = watch(data, room.room_id)
+  const rec = await data.classes.start(room.room_id, { minutes: 2 })
+  t.same(w.seen[0]?.members.map(m => m.display_name), ['Ann'], 'Cy has not consented to the current notice: not on the display')
+
+  const joined = w.when(v => v?.members.some(m => m.display_name === 'Bob') === true)
+  await data.rooms.upsertMember(room.room_id, bob.profile_id, { display_name: 'Bob', max_heart_rate: null })
+  t.same((await joined)?.members.map(m => m.display_name), ['Ann', 'Bob'], 'a member added during the class joins it')
+  await data.classes.setHidden(room.room_id, bob.profile_id, true)
+  for (let s = 0; s < 40; s++) {
+    clock.set(T0 + s * 1000)
+    await Promise.all([ann, bob].map(async u => { await reading(data, u.profile_id, T0 + s * 1000, 170) }))
+  }
+  await data.rooms.removeMember(room.room_id, bob.profile_id)
+  t.same(w.seen.at(-1)?.members.map(m => m.display_name), ['Ann'], 'a member removed during the class leaves it')
+  const results = w.when(v => v?.state === 'results')
+  clock.set(T0 + 120_000)
+  t.same((await results)?.members.map(m => [m.display_name, m.effort_points]), [['Ann', 4]])
+  t.same((await data.classStore.get(rec.class_id))?.hidden, [], 'the removed member is out of the hidden list')
+  t.same(await data.classStore.summariesOf(bob.profile_id), [], 'no summary for a member who left')
+  // Ann held 170 bpm, above her 150, for 40 s: with classes.learn_max_heart_rate off nothing is learned.
+  t.same(await data.classStore.learnedOf(ann.profile_id), [])
+  t.equal((await users.get(ann.profile_id))?.max_heart_rate, 150)
 })
