@@ -55,7 +55,7 @@ export async function memberClassRoutes (app: FastifyInstance, uses: MemberClass
 <dt>Effort points</dt><dd id="class-effort">${esc(s.effort_points)}</dd><dt>Rank</dt><dd id="class-rank">${esc(s.rank)} of ${esc(s.ranked)}</dd>
 <dt>Average</dt><dd>${bpm(s.avg_bpm)}</dd><dt>Maximum</dt><dd>${bpm(s.max_bpm)}</dd><dt>Calories</dt><dd>${esc(s.calories_kcal)} kcal</dd></dl>
 <h2 id="chart-title">Heart rate during the class</h2>
-<div id="chart" class="chart" role="img" aria-labelledby="chart-title" data-source="${esc(link(s))}/readings"></div>
+<div id="chart" class="chart" role="img" aria-labelledby="chart-title" data-source="${esc(link(s))}/readings" data-period="in this class"></div>
 <p id="chart-status" class="muted" role="status">Loading…</p>
 ${table(`Time in zones (maximum heart rate ${s.max_heart_rate} bpm)`, ['Zone', 'Of maximum', 'Time'], zones)}
 <p>Export: ${links}</p>`
