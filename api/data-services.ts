@@ -12,6 +12,8 @@ import { GameMod } from './store/gamemod.ts'
 import { Rooms } from './store/rooms.ts'
 import { Hub } from './hub.ts'
 import { Pipeline, type ConsentPolicy, type ResolveOwner } from './pipeline/ingest.ts'
+import { ClassStore } from './store/classes.ts'
+import { ClassEngine, type Clock } from './classes/engine.ts'
 
 export interface DataServices {
   readings: ReadingStore
@@ -20,7 +22,14 @@ export interface DataServices {
   widgets: Widgets
   gameMod: GameMod
   rooms: Rooms
+  /** The classes of the rooms (api/classes/engine.ts); the caller stops it before closing the store. */
+  classes: ClassEngine
+  /** Stored classes, members' class summaries and learned maxima. */
+  classStore: ClassStore
 }
+
+/** classes.* of the configuration. */
+export interface ClassesConfig { learnMaxHeartRate: boolean, resultsSeconds: number }
 
 export interface DataServicesOptions {
   store: Store
@@ -37,6 +46,10 @@ export interface DataServicesOptions {
   readingLog?: ReadingLog
   /** privacy.require_consent / privacy.notice_version (default: consent not required). */
   consent?: ConsentPolicy
+  /** classes.learn_max_heart_rate and classes.results_seconds (default: true, 120). */
+  classes?: ClassesConfig
+  /** The class engine's clock (tests). */
+  clock?: Clock
 }
 
 export async function buildDataServices (o: DataServicesOptions): Promise<DataServices> {
@@ -60,5 +73,26 @@ export async function buildDataServices (o: DataServicesOptions): Promise<DataSe
     storeSettled: async () => { await o.store.settled() }
   })
   pipeline.start()
-  return { readings, pipeline, hub, widgets: new Widgets(o.store), gameMod: new GameMod(o.store), rooms }
+  const classStore = new ClassStore(o.store)
+  const classes = new ClassEngine({
+    classes: classStore,
+    rooms,
+    users: o.users,
+    readings,
+    hub,
+    log: o.log.child({ component: 'classes' }),
+    // As the room display leaves them out: hidden from room displays, or without the consent required (consentMissing, api/web/member-consent.ts).
+    offDisplay: profileId => o.users.roomHidden(profileId) || (o.consent?.required === true && o.users.consentVersion(profileId) !== o.consent.noticeVersion),
+    learnMaxHeartRate: o.classes?.learnMaxHeartRate ?? true,
+    resultsSeconds: o.classes?.resultsSeconds ?? 120,
+    streamGapMs: o.streamGapSeconds * 1000,
+    ...(o.clock === undefined ? {} : { clock: o.clock })
+  })
+  try {
+    await classes.load()
+  } catch (err) {
+    await pipeline.stop()
+    throw err
+  }
+  return { readings, pipeline, hub, widgets: new Widgets(o.store), gameMod: new GameMod(o.store), rooms, classes, classStore }
 }

@@ -9,8 +9,13 @@ import type { Logger } from 'pino'
 import type { StoredReading } from './pipeline/reading.ts'
 import type { ClassView } from './classes/types.ts'
 
-export const ROOM_KINDS = ['heart_rate', 'room_member_updated', 'room_member_removed', 'room_updated', 'room_class'] as const
-export type RoomKind = typeof ROOM_KINDS[number]
+/** The kinds of the Pulsoid-compatible room stream (spec 4.7). */
+export const ROOM_KINDS = ['heart_rate', 'room_member_updated', 'room_member_removed', 'room_updated'] as const
+/** hr-relay's own kinds, sent only to the operator's display stream (/rooms/:room_id/stream). */
+export const DISPLAY_ONLY_KINDS = ['room_class'] as const
+/** The kinds a display stream may ask for. */
+export const DISPLAY_KINDS = [...ROOM_KINDS, ...DISPLAY_ONLY_KINDS] as const
+export type RoomKind = typeof DISPLAY_KINDS[number]
 
 /** `config` of room_member_updated (hr-relay's definition; docs/api.md "Heart-rate endpoints"). */
 export interface MemberConfig {
@@ -31,6 +36,7 @@ export type RoomMessage =
   | { kind: 'room_member_updated', timestamp: string, room_member_updated: { profile_id: string, config: MemberConfig } }
   | { kind: 'room_member_removed', timestamp: string, room_member_removed: { profile_id: string } }
   | { kind: 'room_updated', timestamp: string, room_updated: { room_id: string, config: RoomConfig } }
+  /** The room's class (api/classes/engine.ts): the running class, its results, or null once they are no longer shown. */
   | { kind: 'room_class', timestamp: string, room_class: ClassView | null }
 
 export type ReadingListener = (reading: StoredReading) => void

@@ -36,7 +36,7 @@ export const PRIVACY_COMMANDS: AdminCommand[] = [
       if (typeof f.out !== 'string' || f.out === '') throw new CliError('--out FILE is required (the ZIP to write)', 2)
       return { method: 'GET', path: `/admin/users/${seg(username!)}/export`, saveTo: f.out }
     },
-    human: (r: { file: string, bytes: number }) => `wrote ${r.file} (${r.bytes} bytes): profile.json, readings.csv, sessions/, configuration.json, consents.json, apps.json`
+    human: (r: { file: string, bytes: number }) => `wrote ${r.file} (${r.bytes} bytes): profile.json, readings.csv, sessions/, classes.json, configuration.json, consents.json, apps.json`
   },
   {
     words: ['user', 'delete'],

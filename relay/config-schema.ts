@@ -133,6 +133,10 @@ export const ConfigSchema = Section({
     enabled: Type.Boolean({ default: false }),
     discovery_prefix: Type.String({ pattern: '^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$', default: 'homeassistant', description: "Home Assistant's discovery prefix" })
   }, { default: {}, description: 'Home Assistant MQTT discovery for members who opted in (docs/integrations.md "Home Assistant")' }),
+  classes: Section({
+    learn_max_heart_rate: Type.Boolean({ default: true, description: 'a member whose readings hold above their maximum heart rate for 30 s in a class gets their own maximum raised to the highest 30-second average' }),
+    results_seconds: Type.Integer({ minimum: 0, maximum: 3600, default: 120, description: 'how long room displays show a class\'s results after it ends (seconds)' })
+  }, { default: {}, description: 'Classes of rooms: effort points, summaries, the learned maximum (docs/operator.md "Classes")' }),
   privacy: Section({
     require_consent: Type.Boolean({ default: false, description: 'readings of a member without consent to the current notice are refused (HTTP 403, no PUBACK, not stored)' }),
     notice_version: Type.String({ minLength: 1, maxLength: 64, pattern: '^[!-~]+$', default: '1', description: 'the version of the privacy notice members consent to; a new version asks every member again' }),

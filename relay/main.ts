@@ -158,8 +158,10 @@ export async function startService (config: Config, options: { logger?: Logger, 
       healthSources.push(() => [upstream.health()])
     }
     // Readings, ingest pipeline, live hub, widgets, game-mod, rooms (issue 3).
-    const data = await buildDataServices({ store, readingLog: instrumentReadingLog(store.readingLog, metrics), users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, consent: { required: privacy.requireConsent, noticeVersion: privacy.noticeVersion }, resolveOwner: deviceId => devices.ownerOf(deviceId) })
+    const data = await buildDataServices({ store, readingLog: instrumentReadingLog(store.readingLog, metrics), users, log, retention: { rawDays: config.data.raw_retention_days, rollupDays: config.data.rollup_retention_days }, streamGapSeconds: config.data.stream_gap_seconds, maxClockSkewMs: config.data.max_clock_skew_ms, consent: { required: privacy.requireConsent, noticeVersion: privacy.noticeVersion }, classes: { learnMaxHeartRate: config.classes.learn_max_heart_rate, resultsSeconds: config.classes.results_seconds }, resolveOwner: deviceId => devices.ownerOf(deviceId) })
     stack.push(async () => { await data.pipeline.stop() })
+    // The class engine's timers and subscriptions; a running class stays stored and goes on at the next start.
+    stack.push(async () => { data.classes.stop() })
     const offStored = data.hub.subscribeAll(r => {
       metrics.readingStored(r.source)
       if (r.device_id !== undefined) devices.readingSeen(r.device_id, r.source, r)

@@ -37,6 +37,8 @@ export const ACTIONS: Record<string, Action> = {
   'POST /admin/rooms/:room_id/members': { action: 'room.member.add', kind: 'room', param: 'room_id' },
   'DELETE /admin/rooms/:room_id/members/:username': { action: 'room.member.remove', kind: 'room', param: 'room_id' },
   'POST /admin/rooms/:room_id/display': { action: 'room.display.rotate', kind: 'room', param: 'room_id' },
+  'POST /admin/rooms/:room_id/class': { action: 'room.class.start', kind: 'room', param: 'room_id' },
+  'POST /admin/rooms/:room_id/class/end': { action: 'room.class.end', kind: 'room', param: 'room_id' },
   'POST /admin/integrations': { action: 'integration.add', kind: 'integration', field: 'name' },
   'POST /admin/operators': { action: 'operator.add', kind: 'operator', field: 'name' },
   'DELETE /admin/operators/:name': { action: 'operator.remove', kind: 'operator', param: 'name' },

@@ -4,6 +4,7 @@
 //                       device_id (empty: the store does not keep the device per reading; the pairings are in
 //                       profile.json)
 //   sessions/<id>.fit   each training session as a FIT activity file (the same file the session export gives)
+//   classes.json        the member's class summaries and the maxima their classes raised (api/classes/types.ts)
 //   configuration.json  widgets, game-mod and rich-presence configuration
 //   consents.json       every consent to the privacy notice, withdrawn ones included
 //   apps.json           apps with access: client id, name, scopes, when their newest token was issued
@@ -17,10 +18,10 @@ import { sessionFit } from './fit.ts'
 import { optionsFor } from '../http/sessions.ts'
 import type { Services } from '../services.ts'
 
-export type MemberExportUses = Pick<Services, 'users' | 'readings' | 'widgets' | 'gameMod' | 'tokens' | 'clients' | 'devices' | 'config' | 'store'>
+export type MemberExportUses = Pick<Services, 'users' | 'readings' | 'widgets' | 'gameMod' | 'tokens' | 'clients' | 'devices' | 'config' | 'store' | 'classStore'>
 
 /** What an export holds, counted by kind (the CLI prints it). */
-export interface ExportCounts { readings: number, sessions: number, widgets: number, consents: number, apps: number }
+export interface ExportCounts { readings: number, sessions: number, classes: number, widgets: number, consents: number, apps: number }
 
 /** Readings read per batch while writing readings.csv. */
 const PAGE = 5000
@@ -85,6 +86,9 @@ export async function writeMemberExport (uses: MemberExportUses, profileId: stri
     await tail
   }
 
+  const classes = await uses.classStore.summariesOf(profileId)
+  addFile('classes.json', JSON.stringify({ classes, learned_max_heart_rate: await uses.classStore.learnedOf(profileId) }, null, 2) + '\n')
+
   const widgets = await uses.widgets.list(profileId)
   addFile('configuration.json', JSON.stringify({
     widgets,
@@ -101,5 +105,5 @@ export async function writeMemberExport (uses: MemberExportUses, profileId: stri
   await done
   await tail
   if (failed !== undefined) throw failed
-  return { readings, sessions: sessions.length, widgets: widgets.length, consents: consents.length, apps: apps.length }
+  return { readings, sessions: sessions.length, classes: classes.length, widgets: widgets.length, consents: consents.length, apps: apps.length }
 }

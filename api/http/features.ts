@@ -18,6 +18,8 @@ import { featureFlagsPlugin } from './feature-flags.ts'
 import { ingestionPausePlugin } from './ingestion-pause.ts'
 import { roomsPlugin } from './rooms.ts'
 import { adminRoomsPlugin } from './admin-rooms.ts'
+import { adminClassesPlugin } from './admin-classes.ts'
+import { classesPlugin } from './classes.ts'
 import { adminDevicesPlugin } from './admin-devices.ts'
 import { adminPrivacyPlugin } from './admin-privacy.ts'
 import { adminAuditPlugin } from './admin-audit.ts'
@@ -41,6 +43,8 @@ export const apiFeatures: Array<FastifyPluginAsync<Services>> = [
   ingestionPausePlugin,
   roomsPlugin,
   adminRoomsPlugin,
+  adminClassesPlugin,
+  classesPlugin,
   adminDevicesPlugin,
   adminPrivacyPlugin,
   adminAuditPlugin,

@@ -7,7 +7,10 @@
 //   display (the web pages use it); display_id is the room's revocable capability.
 // Query `kinds`: comma-separated among heart_rate, room_member_updated,
 // room_member_removed, room_updated (default heart_rate); an unknown kind is
-// 400 JSON 7013 at the handshake.
+// 400 JSON 7013 at the handshake. The display stream also takes room_class,
+// hr-relay's own message about the room's class (api/classes/engine.ts): it
+// never goes to the Pulsoid-compatible member stream, where it is an unknown
+// kind. A display that asks for it gets the class on view first, if any.
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { WebSocket } from 'ws'
@@ -17,15 +20,16 @@ import { Params } from './schema.ts'
 import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { bindToToken, encodedOnce, openStream, type Stream } from './stream-socket.ts'
-import { ROOM_KINDS, type RoomKind, type RoomMessage } from '../hub.ts'
+import { DISPLAY_KINDS, DISPLAY_ONLY_KINDS, ROOM_KINDS, type RoomKind, type RoomMessage } from '../hub.ts'
 
-export function parseKinds (value: unknown): Set<RoomKind> {
+/** The kinds of `kinds`; `allowed` is ROOM_KINDS on the member stream, DISPLAY_KINDS on the display stream. */
+export function parseKinds (value: unknown, allowed: readonly RoomKind[] = ROOM_KINDS): Set<RoomKind> {
   if (value === undefined) return new Set(['heart_rate'])
   if (typeof value !== 'string') throw new ApiError('invalid_request', { detail: 'kinds must be one comma-separated string' })
   const out = new Set<RoomKind>()
   for (const part of value.split(',')) {
     const k = part.trim()
-    if (!(ROOM_KINDS as readonly string[]).includes(k)) throw new ApiError('invalid_request', { detail: `unknown kind "${k.slice(0, 40)}"; kinds are ${ROOM_KINDS.join(', ')}` })
+    if (!(allowed as readonly string[]).includes(k)) throw new ApiError('invalid_request', { detail: `unknown kind "${k.slice(0, 40)}"; kinds are ${allowed.join(', ')}` })
     out.add(k as RoomKind)
   }
   return out
@@ -36,8 +40,10 @@ const roomMessageBytes = encodedOnce<RoomMessage>(message => JSON.stringify(mess
 
 export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string }
 
-/** What a room stream uses: the rooms, who is hidden from displays, the live hub, stream settings and the log. */
-export type RoomStreamUses = Pick<Services, 'rooms' | 'users' | 'hub' | 'config' | 'log'>
+/** What a room stream uses: the rooms, who is hidden from displays, the live hub, the classes, stream settings and the log. */
+export type RoomStreamUses = Pick<Services, 'rooms' | 'users' | 'hub' | 'config' | 'log'> & Partial<Pick<Services, 'classes'>>
+
+const displayOnly = (kind: RoomKind): boolean => (DISPLAY_ONLY_KINDS as readonly string[]).includes(kind)
 
 /** Streams a room's messages of the selected kinds until the socket closes or access ends. */
 export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): Stream {
@@ -56,14 +62,18 @@ export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: stri
     // A removed member still gets the message about its own removal; then the stream closes.
     const ownRemoval = message.kind === 'room_member_removed' && viewer.kind === 'member' && message.room_member_removed.profile_id === viewer.profileId
     if (ok || ownRemoval) {
-      if (kinds.has(message.kind) && !hiddenFrom(uses.users, message, viewer)) stream.send(roomMessageBytes(message))
+      // room_class is hr-relay's own message: displays only, never the Pulsoid-compatible member stream.
+      if (kinds.has(message.kind) && !(viewer.kind === 'member' && displayOnly(message.kind)) && !hiddenFrom(uses.users, message, viewer)) stream.send(roomMessageBytes(message))
     }
     if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))
   // A rotated display capability (or a removal) closes the stream at once.
   stream.onClose(rooms.onChange(changed => { if (changed === roomId && !allowed()) stream.close(1008, 'no longer allowed in this room') }))
   // A change that landed between the handshake's check and the subscriptions above.
-  if (!allowed()) stream.close(1008, 'no longer allowed in this room')
+  if (!allowed()) { stream.close(1008, 'no longer allowed in this room'); return stream }
+  // A display that opens during a class (or its results) starts from the class on view.
+  const current = viewer.kind === 'display' && kinds.has('room_class') ? uses.classes?.view(roomId) ?? null : null
+  if (current !== null) stream.send(roomMessageBytes({ kind: 'room_class', timestamp: new Date().toISOString(), room_class: current }))
   return stream
 }
 
@@ -123,11 +133,11 @@ export const roomsPlugin: FastifyPluginAsyncTypebox<RoomsUses> = async (app, use
       const roomId = roomIdOf(request.params.room_id)
       const displayId: unknown = request.query.display_id
       if (typeof displayId !== 'string' || !rooms.displayAllowed(roomId, displayId)) throw new ApiError('forbidden', { detail: 'display_id missing or revoked' })
-      parseKinds(request.query.kinds)
+      parseKinds(request.query.kinds, DISPLAY_KINDS)
     },
     schema: { params, querystring }
   }, (socket, request) => {
     const q = request.query
-    serveRoom(uses, socket, roomIdOf(request.params.room_id), parseKinds(q.kinds), { kind: 'display', displayId: q.display_id ?? '' })
+    serveRoom(uses, socket, roomIdOf(request.params.room_id), parseKinds(q.kinds, DISPLAY_KINDS), { kind: 'display', displayId: q.display_id ?? '' })
   })
 }

@@ -9,8 +9,9 @@
 //    (room_member_removed: a display drops the tile).
 // 2. In the pipeline's exclusive section (no group being written, and a reading
 //    of theirs still on its way is refused, never written), their readings,
-//    rollups, latest record, game-mod and rich-presence settings and OAuth codes
-//    are deleted in one batch, the account with its username and consents
+//    rollups, latest record, game-mod and rich-presence settings, class
+//    summaries and learned maxima (and their profile id in the coach's hidden
+//    lists of classes) and OAuth codes are deleted in one batch, the account with its username and consents
 //    goes, and the readings caches are reset.
 // 3. The hooks run (the relay's upstream queue: its entries for the member go
 //    and an erasure notice is queued), then the store is rewritten
@@ -25,6 +26,7 @@ import { auditLogOf } from '../audit/log.ts'
 import type { UserRecord } from '../store/users.ts'
 import type { Services } from '../services.ts'
 import type { ErasureCounts, ErasureHook } from './types.ts'
+import { ClassStore } from '../store/classes.ts'
 
 export type { ErasureCounts, ErasureHook }
 export { markRewritePending }
@@ -86,6 +88,7 @@ async function eraseNow (uses: EraseUses, user: UserRecord, hooks: readonly Eras
     await single('game_mod', 'game_mod')
     await single('rich_presence', 'rich_presence')
     await oauthCodes(uses, pid, ops, counts)
+    for (const op of (await new ClassStore(uses.store).erasureOps(pid)).ops) ops.push(op)
     await uses.store.batch(ops, { sync: true })
     uses.readings.resetCaches()
     if (await uses.users.remove(pid) !== undefined) counts.account = 1

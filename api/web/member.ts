@@ -16,6 +16,7 @@ import { series, startOfToday } from './readings-view.ts'
 import { gameModRoutes, type MemberGameModUses } from './member-gamemod.ts'
 import { widgetRoutes, type MemberWidgetsUses } from './member-widgets.ts'
 import { memberSessionRoutes, sessionsSection, type MemberSessionsUses } from './member-sessions.ts'
+import { classesSection, memberClassRoutes, type MemberClassesUses } from './member-classes.ts'
 import { roomVisibilityBlock, roomVisibilityRoutes, type AnnounceUses } from './member-rooms.ts'
 import { homeAssistantRoutes, homeAssistantSection } from './member-home-assistant.ts'
 import { consentBlock, consentRoutes } from './member-consent.ts'
@@ -23,7 +24,7 @@ import { memberDeleteRoutes, type MemberDeleteUses } from './member-delete.ts'
 import type { Services } from '../services.ts'
 
 /** What the member pages use: the home page's readings, statistics and apps, and what each member page module names. */
-export type MemberUses = PageGuardUses & MemberDeleteUses & MemberWidgetsUses & MemberSessionsUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config' | 'store' | 'devices'>
+export type MemberUses = PageGuardUses & MemberDeleteUses & MemberWidgetsUses & MemberSessionsUses & MemberClassesUses & MemberGameModUses & AnnounceUses & Pick<Services, 'readings' | 'tokens' | 'clients' | 'config' | 'store' | 'devices' | 'classStore'>
 
 function bodyOf (user: UserRecord): { age?: number, weight_kg?: number, sex?: 'male' | 'female' } {
   return { ...(user.age === undefined ? {} : { age: user.age }), ...(user.weight_kg === undefined ? {} : { weight_kg: user.weight_kg }), ...(user.sex === undefined ? {} : { sex: user.sex }) }
@@ -64,6 +65,7 @@ ${roomVisibilityBlock(user, session.csrf)}
 ${consentBlock(uses, user, session.csrf)}
 <h2>Statistics</h2><div class="stats">${stats.join('\n')}</div>
 ${await sessionsSection(uses, user.profile_id)}
+${await classesSection(uses, user.profile_id)}
 <h2>Connected apps</h2>${table('Apps with access to your data', ['App', ''], apps, 'no apps have access')}
 <p><a href="/account/apps">Manage connected apps</a> · <a href="/account/tokens">Create a manual token</a> (paid plan or trial)</p>
 ${homeAssistantSection(user, session.csrf)}`
@@ -87,6 +89,7 @@ ${homeAssistantSection(user, session.csrf)}`
 
   await widgetRoutes(app, uses)
   await memberSessionRoutes(app, uses)
+  await memberClassRoutes(app, uses)
   await gameModRoutes(app, uses)
   await roomVisibilityRoutes(app, uses)
   await homeAssistantRoutes(app, uses)

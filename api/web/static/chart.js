@@ -1,4 +1,4 @@
-// Today's heart rate on the member page, drawn with uPlot (served from node_modules).
+// Today's heart rate on the member page (and a class's on its page), drawn with uPlot (served from node_modules).
 // The time axis always has an explicit range inside today's window [from, to]
 // (sent by /me/readings/today): uPlot's own range for one point, or for none,
 // is years wide. The drawn range is kept in data-x-min / data-x-max (ms).
@@ -48,9 +48,11 @@ async function draw () {
     }
   }, [xs, ys], box)
   box.dataset.points = String(points.length)
+  // data-period names the chart's window in its status ("today" on /me, "in this class" on a class page).
+  const period = box.dataset.period ?? 'today'
   status.textContent = points.length === 0
-    ? 'No readings today yet.'
-    : `${points.length} ${resolution === 'minute' ? 'minute averages' : 'readings'} today, latest ${ys[ys.length - 1]} bpm.`
+    ? `No readings ${period} yet.`
+    : `${points.length} ${resolution === 'minute' ? 'minute averages' : 'readings'} ${period}, latest ${ys[ys.length - 1]} bpm.`
   window.addEventListener('resize', () => chart.setSize({ width: Math.max(320, box.clientWidth), height: 300 }))
 }
 

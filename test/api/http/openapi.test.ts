@@ -28,6 +28,7 @@ const EXCLUDED: Record<string, string[]> = {
   'the member pages (HTML and their forms)': [
     'GET /me', 'GET /me/readings/today', 'POST /me/room-visibility', 'GET /me/widgets', 'POST /me/widgets',
     'POST /me/widgets/:widget_id', 'POST /me/widgets/:widget_id/delete', 'GET /me/sessions/:id/export',
+    'GET /me/classes/:class_id', 'GET /me/classes/:class_id/readings', 'GET /me/classes/:class_id/export',
     'GET /me/game-mod', 'POST /me/game-mod', 'POST /me/home-assistant', 'POST /me/consent', 'GET /me/export',
     'GET /me/delete', 'POST /me/delete', 'GET /me/invitation/:token', 'POST /me/invitation/:token'
   ],

@@ -69,7 +69,7 @@ t.test('hr-relay admin user export: one ZIP whose contents equal what the API an
   t.equal(sessions.status, 200)
   const ids: string[] = sessions.json.sessions.map((x: { id: string }) => x.id)
   t.equal(ids.length, 2, 'two sessions')
-  t.same([...entries.keys()].sort(), ['apps.json', 'configuration.json', 'consents.json', 'profile.json', 'readings.csv', ...ids.map(id => `sessions/${id}.fit`)].sort())
+  t.same([...entries.keys()].sort(), ['apps.json', 'classes.json', 'configuration.json', 'consents.json', 'profile.json', 'readings.csv', ...ids.map(id => `sessions/${id}.fit`)].sort())
 
   const profile = JSON.parse(entries.get('profile.json')!.toString('utf8'))
   t.match(profile, { profile_id: alice, username: 'alice', display_name: 'Alice A.', age: 30, weight_kg: 70, sex: 'female' })
