@@ -66,8 +66,6 @@ interface MemberLive {
   display_name: string
   max: number
   bounds: number[]
-  /** The room member's maximum is configured (the operator's): nothing is learned. */
-  configuredMax: boolean
   buckets: Map<number, MinuteBucket>
   /** Readings of the last minutes, time order (the safety rule). */
   recent: HrSample[]
@@ -174,13 +172,11 @@ export class ClassEngine implements ClassControl {
 
   private async memberLive (m: MemberRecord, before?: MemberLive): Promise<MemberLive> {
     const user = await this.o.users.get(m.profile_id)
-    const configured = typeof m.max_heart_rate === 'number' && m.max_heart_rate > 0
     return {
       profile_id: m.profile_id,
       display_name: m.display_name,
       max: maxHeartRate(m.max_heart_rate, user?.max_heart_rate, user?.age).bpm,
       bounds: [...m.zones],
-      configuredMax: configured,
       buckets: before?.buckets ?? new Map(),
       recent: before?.recent ?? [],
       alert: before?.alert ?? false
@@ -310,7 +306,8 @@ export class ClassEngine implements ClassControl {
       for await (const r of this.o.readings.range(m.profile_id, rec.started_at, endedAt - 1)) readings.push({ measured_at: r.measured_at, heart_rate: r.heart_rate })
       const max = maxHeartRate(m.max_heart_rate, user.max_heart_rate, user.age).bpm
       inputs.push({ profile_id: m.profile_id, display_name: m.display_name, readings, max, bounds: m.zones, body: sessionOptions(user, 0, 0).body })
-      if (!(typeof m.max_heart_rate === 'number' && m.max_heart_rate > 0)) learnable.set(m.profile_id, { max, userMax: user.max_heart_rate ?? null })
+      // Learned against the member's own maximum, which is what is raised; a maximum the operator set on the room member stays as it is.
+      learnable.set(m.profile_id, { max: maxHeartRate(null, user.max_heart_rate, user.age).bpm, userMax: user.max_heart_rate ?? null })
     }
     const results = classResults(rec, endedAt, inputs, { streamGapMs: this.o.streamGapMs })
     const outcomes: MemberOutcome[] = results.map(r => {

@@ -84,7 +84,8 @@ export const adminRoomsPlugin: FastifyPluginAsyncTypebox<AdminRoomsUses> = async
       const existing = rooms.get(roomId)?.members.find(m => m.profile_id === user.profile_id)
       const member = await rooms.upsertMember(roomId, user.profile_id, {
         display_name: body.display_name ?? existing?.display_name ?? user.display_name ?? user.username,
-        ...(body.max_heart_rate !== undefined ? { max_heart_rate: body.max_heart_rate } : existing === undefined ? { max_heart_rate: user.max_heart_rate ?? null } : {}),
+        // Without --max-heart-rate the room has no maximum of its own: displays use the member's own, which a class may raise.
+        ...(body.max_heart_rate !== undefined ? { max_heart_rate: body.max_heart_rate } : existing === undefined ? { max_heart_rate: null } : {}),
         ...(body.zones === undefined ? {} : { zones: body.zones })
       })
       if (member === undefined) throw new ApiError('not_found')

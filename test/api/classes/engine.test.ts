@@ -143,7 +143,7 @@ t.test('a 3-minute class: live view, alert, end at its planned length, summaries
   // Ann held above her own maximum (180) for the whole class: it is raised to the highest 30 s average.
   t.same(await data.classStore.learnedOf(ann.profile_id), [{ at: T0 + 180_000, class_id: rec.class_id, old_bpm: 180, new_bpm: 190 }])
   t.equal((await users.get(ann.profile_id))?.max_heart_rate, 190)
-  // Bob's maximum is the room's configured one (the operator's): never learned.
+  // Bob's own maximum (190, the default) was never exceeded: nothing learned; the room's 200 is the operator's.
   t.same(await data.classStore.learnedOf(bob.profile_id), [])
   t.equal((await users.get(bob.profile_id))?.max_heart_rate, undefined)
 
@@ -251,4 +251,21 @@ t.test('members who join or leave during a class; without consent; classes.learn
   // Ann held 170 bpm, above her 150, for 40 s: with classes.learn_max_heart_rate off nothing is learned.
   t.same(await data.classStore.learnedOf(ann.profile_id), [])
   t.equal((await users.get(ann.profile_id))?.max_heart_rate, 150)
+})
+
+t.test('a maximum the operator set on the room member stays; the member\'s own is raised', async t => {
+  const { data, users, clock } = await open(t)
+  const eve = await users.create({ username: 'eve', password: 'password123', max_heart_rate: 160 })
+  const room = await data.rooms.create('Studio 3')
+  await data.rooms.upsertMember(room.room_id, eve.profile_id, { display_name: 'Eve', max_heart_rate: 200 })
+  const w = watch(data, room.room_id)
+  await data.classes.start(room.room_id, { minutes: 1 })
+  // 170 bpm for 40 s: above her own 160 for 30 s and more, below the room's 200.
+  for (let s = 0; s < 40; s++) { clock.set(T0 + s * 1000); await reading(data, eve.profile_id, T0 + s * 1000, 170) }
+  const results = w.when(v => v?.state === 'results')
+  clock.set(T0 + 60_000)
+  t.equal((await results)?.members[0]?.max_heart_rate, 200, 'the class used the room\'s maximum')
+  t.same(await data.classStore.learnedOf(eve.profile_id), [{ at: T0 + 60_000, class_id: (await results)?.class_id, old_bpm: 160, new_bpm: 170 }])
+  t.equal((await users.get(eve.profile_id))?.max_heart_rate, 170, 'her own maximum is raised')
+  t.equal(data.rooms.get(room.room_id)?.members[0]?.max_heart_rate, 200, 'the room member\'s stays')
 })
