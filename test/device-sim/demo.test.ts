@@ -150,6 +150,12 @@ t.test('npm start: readings arrive over BLE, serial, ANT+ and MQTT, and a restar
   const room = JSON.parse(await readFile(join(dataDir, 'demo.json'), 'utf8')).room_id as string
   const roomMembers = (await admin(b1.url, dataDir, 'GET', `/admin/rooms/${room}`)).members as Array<{ username: string }>
   t.same(roomMembers.map(m => m.username).sort(), EXPECTED.map(([u]) => u).sort(), 'every member, the ANT+ ones included, is in the room')
+  // The demo runs a class that starts with it (issue 43): the class engine's view of the room.
+  const demoClass = await admin(b1.url, dataDir, 'GET', `/admin/rooms/${room}/class`)
+  // Running, or showing its results when this machine took over three minutes to get here.
+  t.match(demoClass, { room_id: room, name: 'Demo class', state: /^(running|results)$/ })
+  t.equal(demoClass.planned_end - demoClass.started_at, 3 * 60_000, 'three minutes long')
+  t.equal(demoClass.members.length, 11, 'with every member')
 
   const state1 = JSON.parse(await readFile(join(dataDir, 'demo.json'), 'utf8'))
   t.equal(state1.members.length, 11)
