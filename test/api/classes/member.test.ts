@@ -6,7 +6,7 @@ import t from 'tap'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import yauzl from 'yauzl'
+import { unzip } from '../../helpers/zip.ts'
 import { startTestService, type TestService } from '../../helpers/service.ts'
 import { call } from '../http/fetch.ts'
 import { runCli } from '../../helpers/cli.ts'
@@ -21,26 +21,6 @@ async function signIn (s: TestService, username: string): Promise<string> {
   const r = await fetch(`${s.url}/signin`, { method: 'POST', headers: { ...form, cookie }, body: `csrf=${csrf}&username=${username}&password=password123&return_to=%2Fme`, redirect: 'manual' })
   if (r.status !== 303) throw new Error(`sign-in: ${r.status}`)
   return (r.headers.get('set-cookie') ?? '').split(';')[0] ?? ''
-}
-
-async function unzip (file: string): Promise<Map<string, Buffer>> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => { yauzl.open(file, { lazyEntries: true }, (err, z) => { if (err !== null || z === undefined) reject(err ?? new Error('no zip')); else resolve(z) }) })
-  const out = new Map<string, Buffer>()
-  await new Promise<void>((resolve, reject) => {
-    zip.on('entry', (entry: yauzl.Entry) => {
-      zip.openReadStream(entry, (err, stream) => {
-        if (err !== null || stream === undefined) { reject(err ?? new Error('no stream')); return }
-        const chunks: Buffer[] = []
-        stream.on('data', (c: Buffer) => chunks.push(c))
-        stream.on('error', reject)
-        stream.on('end', () => { out.set(entry.fileName, Buffer.concat(chunks)); zip.readEntry() })
-      })
-    })
-    zip.on('end', () => { resolve() })
-    zip.on('error', reject)
-    zip.readEntry()
-  })
-  return out
 }
 
 t.test('/me lists the classes and the learned maximum; the summary page, its chart data and downloads; export; erasure', async t => {

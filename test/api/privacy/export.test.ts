@@ -8,33 +8,12 @@ import t from 'tap'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import yauzl from 'yauzl'
+import { unzip } from '../../helpers/zip.ts'
 import FitParser from 'fit-file-parser'
 import { startTestService } from '../../helpers/service.ts'
 import { call } from '../http/fetch.ts'
 import { runCli } from '../../helpers/cli.ts'
 import type { Reading } from '../../../api/pipeline/reading.ts'
-
-/** Every entry of a ZIP file: name → bytes, read with yauzl (CRC checked as each entry is read). */
-async function unzip (file: string): Promise<Map<string, Buffer>> {
-  const zip = await new Promise<yauzl.ZipFile>((resolve, reject) => { yauzl.open(file, { lazyEntries: true }, (err, z) => { if (err !== null || z === undefined) reject(err ?? new Error('no zip')); else resolve(z) }) })
-  const out = new Map<string, Buffer>()
-  await new Promise<void>((resolve, reject) => {
-    zip.on('entry', (entry: yauzl.Entry) => {
-      zip.openReadStream(entry, (err, stream) => {
-        if (err !== null || stream === undefined) { reject(err ?? new Error('no stream')); return }
-        const chunks: Buffer[] = []
-        stream.on('data', (c: Buffer) => chunks.push(c))
-        stream.on('error', reject)
-        stream.on('end', () => { out.set(entry.fileName, Buffer.concat(chunks)); zip.readEntry() })
-      })
-    })
-    zip.on('end', () => { resolve() })
-    zip.on('error', reject)
-    zip.readEntry()
-  })
-  return out
-}
 
 t.test('hr-relay admin user export: one ZIP whose contents equal what the API answers', async t => {
   const s = await startTestService(t, { privacy: { require_consent: true, notice_version: '4' } })
