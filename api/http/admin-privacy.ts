@@ -80,7 +80,7 @@ export const adminPrivacyPlugin: FastifyPluginAsyncTypebox<AdminPrivacyUses> = a
               username: { type: 'string' },
               erased: {
                 type: 'object',
-                properties: Object.fromEntries(['account', 'readings', 'minute_rollups', 'hour_rollups', 'latest', 'consents', 'widgets', 'game_mod', 'rich_presence', 'devices', 'rooms', 'tokens', 'oauth_codes', 'sign_in_sessions', 'upstream_queue'].map(k => [k, counted]))
+                properties: Object.fromEntries(['account', 'readings', 'minute_rollups', 'hour_rollups', 'latest', 'consents', 'widgets', 'game_mod', 'rich_presence', 'devices', 'rooms', 'tokens', 'oauth_codes', 'sign_in_sessions', 'upstream_queue', 'class_summaries', 'learned_maxima'].map(k => [k, counted]))
               }
             }
           }

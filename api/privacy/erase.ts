@@ -56,7 +56,8 @@ async function eraseNow (uses: EraseUses, user: UserRecord, hooks: readonly Eras
   const pid = user.profile_id
   const counts: ErasureCounts = {
     account: 0, readings: 0, minute_rollups: 0, hour_rollups: 0, latest: 0, consents: user.consents?.length ?? 0, widgets: 0,
-    game_mod: 0, rich_presence: 0, devices: 0, rooms: 0, tokens: 0, oauth_codes: 0, sign_in_sessions: 0, upstream_queue: 0
+    game_mod: 0, rich_presence: 0, devices: 0, rooms: 0, tokens: 0, oauth_codes: 0, sign_in_sessions: 0, upstream_queue: 0,
+    class_summaries: 0, learned_maxima: 0
   }
   // A stop or crash before the rewrite below completes: the next start runs it (api/store/rewrite.ts).
   await markRewritePending(uses.store.db.location)
@@ -88,7 +89,10 @@ async function eraseNow (uses: EraseUses, user: UserRecord, hooks: readonly Eras
     await single('game_mod', 'game_mod')
     await single('rich_presence', 'rich_presence')
     await oauthCodes(uses, pid, ops, counts)
-    for (const op of (await new ClassStore(uses.store).erasureOps(pid)).ops) ops.push(op)
+    const classes = await new ClassStore(uses.store).erasureOps(pid)
+    for (const op of classes.ops) ops.push(op)
+    counts.class_summaries = classes.summaries
+    counts.learned_maxima = classes.learned
     await uses.store.batch(ops, { sync: true })
     uses.readings.resetCaches()
     if (await uses.users.remove(pid) !== undefined) counts.account = 1

@@ -18,6 +18,10 @@ export interface ErasureCounts {
   oauth_codes: number
   sign_in_sessions: number
   upstream_queue: number
+  /** Class summaries (api/store/classes.ts). */
+  class_summaries: number
+  /** Maxima raised by classes, each with its time and old value. */
+  learned_maxima: number
 }
 
 /** Run after the records are deleted and before the rewrite; may add counts (the upstream queue's). */

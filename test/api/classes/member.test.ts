@@ -89,6 +89,7 @@ t.test('/me lists the classes and the learned maximum; the summary page, its cha
   // Her erasure: summaries, learned maxima and her place in the class's hidden list go, and every byte of her.
   const gone = await runCli(['admin', 'user', 'delete', 'mia', '--json', '--data-dir', s.dataDir])
   t.equal(gone.code, 0, gone.stderr)
+  t.match(JSON.parse(gone.stdout), { erased: { account: 1, class_summaries: 1, learned_maxima: 1 } }, 'the counts name her class data')
   const store = s.service.services.classStore
   t.same(await store.summariesOf(mia), [])
   t.same(await store.learnedOf(mia), [])
