@@ -46,13 +46,7 @@ export interface ClassMemberView {
 }
 
 /** What the display and the coach page show: the running class, or its results after it ended. */
-export interface ClassView {
-  class_id: string
-  room_id: string
-  name: string
-  started_at: number
-  planned_end: number
-  ended_at: number | null
+export interface ClassView extends Omit<ClassRecord, 'hidden'> {
   /** running: the class is on; results: it ended and the display shows the results until results_until. */
   state: 'running' | 'results'
   results_until: number | null

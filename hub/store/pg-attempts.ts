@@ -50,10 +50,7 @@ export class PgAttempts implements AttemptCounter {
 
   async retryAfter (keys: string[]): Promise<number> {
     const now = this.now()
-    const row = (await this.pool.query<{ freeing: string | null }>(
-      `SELECT max(f) AS freeing FROM (
-         SELECT (array_agg(at ORDER BY at))[count(*) - $3 + 1] + $4 AS f FROM auth_attempts
-          WHERE limiter = $1 AND key_digest = ANY($2) AND at > $5 - $4 GROUP BY key_digest HAVING count(*) >= $3) s`,
+    const row = (await this.pool.query<{ freeing: string | null }>('SELECT hr_attempt_freeing($1, $2, $3, $4, $5) AS freeing',
       [this.limiter, keys.map(keyDigest), this.limit, this.windowMs, now])).rows[0]
     const freeing = row?.freeing == null ? now : Number(row.freeing)
     return Math.max(1, Math.ceil((freeing - now) / 1000))

@@ -4,15 +4,9 @@
 // minutes. static/room.js owns the tiles and tells this module what to show.
 import { classTimes, pointsText, resultRows } from './class-view.js'
 import { ZONE_NAMES } from './zones.js'
+import { el } from './dom.js'
 
 const $ = id => document.getElementById(id)
-
-function el (tag, cls, text) {
-  const e = document.createElement(tag)
-  if (cls) e.className = cls
-  if (text !== undefined) e.textContent = text
-  return e
-}
 
 /** One results row: rank, name, points and the minutes in zones 1..5. */
 function resultRow (m) {

@@ -11,6 +11,7 @@ import { zoneOf, trendPoints, compareMembers, ORDERS } from './zones.js'
 import { gridFor, parsePart, partMembers } from './room-layout.js'
 import { pointsText } from './class-view.js'
 import { classDisplay } from './room-class.js'
+import { el } from './dom.js'
 
 const root = document.getElementById('room')
 const grid = document.getElementById('tiles')
@@ -43,13 +44,6 @@ let view = null
  */
 let skew = Number.isFinite(initial?.server_now) ? initial.server_now - Date.now() : 0
 const serverNow = () => Date.now() + skew
-
-function el (tag, cls, text) {
-  const e = document.createElement(tag)
-  if (cls) e.className = cls
-  if (text !== undefined) e.textContent = text
-  return e
-}
 
 function newNode (id) {
   const node = el('article', 'tile')

@@ -124,9 +124,9 @@ t.test('JSON data blocks cannot be closed early', async t => {
   t.equal(block, '<script type="application/json" id="cfg">{"font":"\\u003c/script>\\u003cscript>alert(1)\\u003c/script>","sep":"\\u2028"}</script>')
 })
 
-t.test('room display: zone colours of room.css are ZONE_COLORS; the grid makes the largest tiles', async t => {
+t.test('room display: zone colours of zones.css (the display\'s and the coach page\'s) are ZONE_COLORS; the grid makes the largest tiles', async t => {
   const { readFile } = await import('node:fs/promises')
-  const css = await readFile(new URL('../../../api/web/static/room.css', import.meta.url), 'utf8')
+  const css = await readFile(new URL('../../../api/web/static/zones.css', import.meta.url), 'utf8')
   const rules = [...css.matchAll(/\[data-zone="(\d)"\] \{ --zone: (#[0-9a-f]{6}); \}/g)].map(m => [Number(m[1]), m[2]])
   t.same(rules, (ZONE_COLORS as string[]).map((c, i) => [i, c]))
   const { gridFor } = await import('../../../api/web/static/room-layout.js' as string) as { gridFor: (n: number, w: number, h: number, gap: number) => { cols: number, rows: number } }
