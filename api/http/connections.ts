@@ -122,23 +122,36 @@ export function lingeringClose (socket: Socket): void {
   socket.end(() => { flushed = true; if (drained) close() })
 }
 
-/** The responses of each connection that are not finished, from the server's 'request' events. */
+/** The responses of each connection that are not finished, kept by ServerResponse's subclass below. */
 const responses = new WeakMap<Socket, Set<ServerResponse>>()
 
+let answerResponse: typeof ServerResponse | undefined
+
 /**
- * One 'request' listener for every answer of the server: sets `x-content-type-options: nosniff` on the response
- * (Node merges it with the headers Fastify writes), and keeps `responses` for clientErrorHandler (`answering`).
+ * The server's ServerResponse class (node:http's documented `ServerResponse` option, for extending it): every
+ * response carries `x-content-type-options: nosniff` (Node merges it with the headers Fastify writes) and is kept
+ * in `responses` for clientErrorHandler (`answering`). A class instead of a 'request' listener: the server's
+ * 'request' event keeps its one listener, Fastify's. Built on first use, from process.getBuiltinModule (see the
+ * note on node:http above).
  */
-export function prepareResponses (server: Server): void {
-  // Before Fastify's own listener, which may answer at once.
-  server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
-    response.setHeader('x-content-type-options', 'nosniff')
-    const socket = request.socket
-    let open = responses.get(socket)
-    if (open === undefined) responses.set(socket, open = new Set())
-    else for (const r of open) if (r.writableFinished) open.delete(r)
-    open.add(response)
-  })
+export function responseClass (): typeof ServerResponse {
+  if (answerResponse !== undefined) return answerResponse
+  const Base = process.getBuiltinModule('node:http').ServerResponse
+  class AnswerResponse extends Base {
+    // Node constructs it with (request, options); every argument is passed on.
+    constructor (...args: ConstructorParameters<typeof Base>) {
+      super(...args)
+      this.setHeader('x-content-type-options', 'nosniff')
+      const socket = args[0].socket
+      let open = responses.get(socket)
+      if (open === undefined) responses.set(socket, open = new Set())
+      else for (const r of open) if (r.writableFinished) open.delete(r)
+      open.add(this)
+    }
+  }
+  // node:http's type is generic in the request type; this class answers node:http's own IncomingMessage.
+  answerResponse = AnswerResponse as typeof ServerResponse
+  return answerResponse
 }
 
 /**

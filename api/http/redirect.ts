@@ -8,7 +8,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { FastifyBaseLogger } from 'fastify'
 import { ApiError } from '../errors.ts'
-import { afterBody, clientErrorHandler, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
+import { afterBody, clientErrorHandler, limitConnectionsPerAddress, responseClass, type ConnectionLimits } from './connections.ts'
 
 export interface RedirectOptions {
   host: string
@@ -47,9 +47,8 @@ function answer (request: IncomingMessage, response: ServerResponse, httpsPort: 
 export async function startRedirect (options: RedirectOptions): Promise<Server> {
   const http = process.getBuiltinModule('node:http')
   const { headersMs, requestMs, keepAliveMs } = options.timeouts
-  const server = http.createServer({ headersTimeout: Math.min(headersMs, requestMs), requestTimeout: requestMs, connectionsCheckingInterval: 1000, keepAliveTimeout: keepAliveMs })
+  const server = http.createServer({ headersTimeout: Math.min(headersMs, requestMs), requestTimeout: requestMs, connectionsCheckingInterval: 1000, keepAliveTimeout: keepAliveMs, ServerResponse: responseClass() })
   limitConnectionsPerAddress(server, options.connections, options.log)
-  prepareResponses(server)
   server.on('clientError', clientErrorHandler(options.log))
   // A request with a body is answered once the body is read, so that the client reads the answer.
   server.on('request', (request: IncomingMessage, response: ServerResponse) => { afterBody(request, () => { answer(request, response, options.httpsPort) }) })

@@ -10,7 +10,7 @@ import { sessionsOf } from '../web/guard.ts'
 import { auditActor } from '../web/operator-auth.ts'
 import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
-import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, prepareResponses, type ConnectionLimits } from './connections.ts'
+import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, responseClass, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 import type { Store } from '../store/db.ts'
 
@@ -90,9 +90,14 @@ export async function buildServer<S extends ServerServices> (services: S, option
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS
   // Slow and half-open connections: headers and the whole request must arrive in time (checked every second,
   // answered 408 and closed), and an idle keep-alive connection is closed.
-  const serverOptions = { headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs), requestTimeout: timeouts.requestMs, connectionsCheckingInterval: 1000 }
+  // ServerResponse: every answer carries x-content-type-options: nosniff, and clientErrorHandler knows which
+  // connections are answering (connections.ts).
+  const serverOptions = { headersTimeout: Math.min(timeouts.headersMs, timeouts.requestMs), requestTimeout: timeouts.requestMs, connectionsCheckingInterval: 1000, ServerResponse: responseClass() }
   const fastifyOptions = {
-    loggerInstance: log,
+    // No logger of Fastify's own: with one, Fastify adds two listeners to every response for request log lines
+    // this service does not write. request.log and reply.log are the service's http logger (the child logger
+    // factory below), so the routes' lines and Fastify's own warnings about a request still reach the log.
+    logger: false,
     requestTimeout: timeouts.requestMs,
     keepAliveTimeout: timeouts.keepAliveMs,
     // 431, 408 and 400 raised by Node's parser, with the JSON error body.
@@ -115,12 +120,10 @@ export async function buildServer<S extends ServerServices> (services: S, option
   const app = options.tls === undefined
     ? Fastify({ ...fastifyOptions, http: serverOptions })
     : Fastify({ ...fastifyOptions, https: { ...serverOptions, cert: options.tls.cert, key: options.tls.key, handshakeTimeout: serverOptions.headersTimeout } }) as unknown as FastifyInstance
-  // Request logging is off, so a child logger per request (pino bindings for a request id) is work for nothing.
-  app.setChildLoggerFactory(logger => logger)
+  // Every request logs to the service's http logger, without bindings per request (request logging is off).
+  app.setChildLoggerFactory(() => log)
 
   limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
-  // x-content-type-options: nosniff on every answer, and what clientErrorHandler needs to know of each connection.
-  prepareResponses(app.server)
   // A failed TLS handshake (a client that does not trust the certificate, a plain HTTP request): node:tls closes it.
   if (options.tls !== undefined) app.server.on('tlsClientError', (err: NodeJS.ErrnoException) => { log.debug({ code: err.code }, 'TLS handshake failed') })
 
