@@ -122,6 +122,9 @@ export async function buildServer<S extends ServerServices> (services: S, option
     : Fastify({ ...fastifyOptions, https: { ...serverOptions, cert: options.tls.cert, key: options.tls.key, handshakeTimeout: serverOptions.headersTimeout } }) as unknown as FastifyInstance
   // Every request logs to the service's http logger, without bindings per request (request logging is off).
   app.setChildLoggerFactory(() => log)
+  // request.auth (api/http/types.ts), set by authentication: declared on every request from the start, as Fastify
+  // asks of request properties, so that an authenticated request keeps the shape of the others.
+  app.decorateRequest('auth', undefined)
 
   limitConnectionsPerAddress(app.server, options.connections ?? DEFAULT_CONNECTIONS, log)
   // A failed TLS handshake (a client that does not trust the certificate, a plain HTTP request): node:tls closes it.
