@@ -144,6 +144,11 @@ export class ClassEngine implements ClassControl {
     return s.kind === 'results' ? structuredClone(s.view) : this.liveView(s)
   }
 
+  hiddenFromDisplays (roomId: string, profileId: string): boolean {
+    const s = this.state.get(roomId)
+    return s?.kind === 'running' && s.rec.hidden.includes(profileId)
+  }
+
   async setHidden (roomId: string, profileId: string, hidden: boolean): Promise<ClassView> {
     return await this.lock.run(roomId, async () => {
       const s = this.state.get(roomId)

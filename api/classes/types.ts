@@ -107,4 +107,6 @@ export interface ClassControl {
   view (roomId: string): ClassView | null
   /** Hides a member from the display for the running class (the coach page still shows them). */
   setHidden (roomId: string, profileId: string, hidden: boolean): Promise<ClassView>
+  /** Whether the room's running class hides this member from displays: their readings do not go to display streams. */
+  hiddenFromDisplays (roomId: string, profileId: string): boolean
 }

@@ -21,6 +21,8 @@ import type { Services } from '../services.ts'
 import { profileOf } from './auth.ts'
 import { bindToToken, encodedOnce, openStream, type Stream } from './stream-socket.ts'
 import { DISPLAY_KINDS, DISPLAY_ONLY_KINDS, ROOM_KINDS, type RoomKind, type RoomMessage } from '../hub.ts'
+import { forDisplays } from '../classes/display.ts'
+import type { ClassControl } from '../classes/types.ts'
 
 /** The kinds of `kinds`; `allowed` is ROOM_KINDS on the member stream, DISPLAY_KINDS on the display stream. */
 export function parseKinds (value: unknown, allowed: readonly RoomKind[] = ROOM_KINDS): Set<RoomKind> {
@@ -38,17 +40,36 @@ export function parseKinds (value: unknown, allowed: readonly RoomKind[] = ROOM_
 /** A room message as UTF-8 bytes, serialized once however many viewers of the room it goes to. */
 const roomMessageBytes = encodedOnce<RoomMessage>(message => JSON.stringify(message))
 
-export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string }
+/**
+ * Who watches a room: a member (their token), a display (its display_id), or the coach page (a coach's or owner's
+ * session, asked again with every message). A display gets nothing of the members the coach hid for the class.
+ */
+export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string } | { kind: 'coach', signedIn: () => boolean }
+
+/** The room_class messages as displays get them (api/classes/display.ts), made once per message for every display. */
+const displayVariants = new WeakMap<RoomMessage, RoomMessage>()
+function forDisplay (message: RoomMessage): RoomMessage {
+  if (message.kind !== 'room_class' || message.room_class === null) return message
+  let variant = displayVariants.get(message)
+  if (variant === undefined) {
+    const view = forDisplays(message.room_class)
+    variant = view === message.room_class ? message : { ...message, room_class: view }
+    displayVariants.set(message, variant)
+  }
+  return variant
+}
 
 /** What a room stream uses: the rooms, who is hidden from displays, the live hub, the classes, stream settings and the log. */
-export type RoomStreamUses = Pick<Services, 'rooms' | 'users' | 'hub' | 'config' | 'log'> & Partial<Pick<Services, 'classes'>>
+export type RoomStreamUses = Pick<Services, 'rooms' | 'users' | 'hub' | 'config' | 'log'> & { classes?: ClassControl }
 
 const displayOnly = (kind: RoomKind): boolean => (DISPLAY_ONLY_KINDS as readonly string[]).includes(kind)
 
 /** Streams a room's messages of the selected kinds until the socket closes or access ends. */
 export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: string, kinds: Set<RoomKind>, viewer: RoomViewer): Stream {
   const rooms = uses.rooms
-  const allowed = (): boolean => viewer.kind === 'member' ? rooms.isMember(roomId, viewer.profileId) : rooms.displayAllowed(roomId, viewer.displayId)
+  const allowed = (): boolean => viewer.kind === 'member'
+    ? rooms.isMember(roomId, viewer.profileId)
+    : viewer.kind === 'display' ? rooms.displayAllowed(roomId, viewer.displayId) : rooms.get(roomId) !== undefined && viewer.signedIn()
   const cfg = uses.config.streams ?? {}
   const stream = openStream(socket, {
     log: uses.log,
@@ -63,7 +84,9 @@ export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: stri
     const ownRemoval = message.kind === 'room_member_removed' && viewer.kind === 'member' && message.room_member_removed.profile_id === viewer.profileId
     if (ok || ownRemoval) {
       // room_class is hr-relay's own message: displays only, never the Pulsoid-compatible member stream.
-      if (kinds.has(message.kind) && !(viewer.kind === 'member' && displayOnly(message.kind)) && !hiddenFrom(uses.users, message, viewer)) stream.send(roomMessageBytes(message))
+      if (kinds.has(message.kind) && !(viewer.kind === 'member' && displayOnly(message.kind)) && !hiddenFrom(uses, roomId, message, viewer)) {
+        stream.send(roomMessageBytes(viewer.kind === 'display' ? forDisplay(message) : message))
+      }
     }
     if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))
@@ -72,20 +95,26 @@ export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: stri
   // A change that landed between the handshake's check and the subscriptions above.
   if (!allowed()) { stream.close(1008, 'no longer allowed in this room'); return stream }
   // A display that opens during a class (or its results) starts from the class on view.
-  const current = viewer.kind === 'display' && kinds.has('room_class') ? uses.classes?.view(roomId) ?? null : null
-  if (current !== null) stream.send(roomMessageBytes({ kind: 'room_class', timestamp: new Date().toISOString(), room_class: current }))
+  const current = viewer.kind !== 'member' && kinds.has('room_class') ? uses.classes?.view(roomId) ?? null : null
+  if (current !== null) {
+    const message: RoomMessage = { kind: 'room_class', timestamp: new Date().toISOString(), room_class: current }
+    stream.send(roomMessageBytes(viewer.kind === 'display' ? forDisplay(message) : message))
+  }
   return stream
 }
 
 /**
  * A member hidden from room displays (docs/operator.md "Pages the box serves"): their bpm never leaves the box, except on their own
- * stream; nor does a reading measured while they hid that arrives after they show again (a device's backlog).
+ * stream; nor does a reading measured while they hid that arrives after they show again (a device's backlog). A member the
+ * coach hid for the running class: their bpm goes to no display (the coach page still gets it).
  */
-function hiddenFrom (users: Services['users'], message: RoomMessage, viewer: RoomViewer): boolean {
+function hiddenFrom (uses: RoomStreamUses, roomId: string, message: RoomMessage, viewer: RoomViewer): boolean {
   if (message.kind !== 'heart_rate') return false
   const who = message.heart_rate.profile_id
   if (viewer.kind === 'member' && viewer.profileId === who) return false
+  const users = uses.users
   if (users.roomHidden(who)) return true
+  if (viewer.kind === 'display' && uses.classes?.hiddenFromDisplays(roomId, who) === true) return true
   // Only a member who hid before pays for parsing the timestamp, once per viewer.
   const since = users.roomVisibleSince(who)
   return since > 0 && Date.parse(message.timestamp) < since

@@ -155,6 +155,11 @@ export class Sessions {
     return s
   }
 
+  /** Whether the session with this key is still live in memory (a stream bound to a session asks it). */
+  alive (key: string): boolean {
+    return this.live(key, this.map.get(key)) !== undefined
+  }
+
   /** The live session of this request, if any, from memory. */
   find (request: FastifyRequest): Session | undefined {
     const key = this.keyOf(request)

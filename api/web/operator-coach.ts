@@ -3,15 +3,20 @@
 // last ten minutes on a tap, and a "hide from display" switch per member for
 // the running class. For an operator with the coach role or above. The forms
 // call the class engine (uses.classes); the page (static/coach.js) follows
-// the room's display stream and reads two session-authenticated JSON routes:
-// the room's state and a member's last ten minutes.
+// the room's stream as the coach sees it (the display stream with the members
+// hidden from displays, session-authenticated) and reads two
+// session-authenticated JSON routes: the room's state and a member's last ten
+// minutes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.ts'
 import type { RoomRecord } from '../store/rooms.ts'
 import type { Session } from '../oauth/session.ts'
 import { ClassError, type ClassControl, type ClassView } from '../classes/types.ts'
 import { esc, field, hidden, jsonBlock, notice, postForm, sendPage } from './html.ts'
-import { one } from './guard.ts'
+import { one, sessionsOf } from './guard.ts'
+import type { Services } from '../services.ts'
+import { parseKinds, serveRoom } from '../http/rooms.ts'
+import { DISPLAY_KINDS } from '../hub.ts'
 import { operatorNav } from './nav.ts'
 import { operatorForm, operatorPage, operatorSession, type OperatorUses } from './operator-auth.ts'
 import { displayState, type OverlayUses } from './overlay.ts'
@@ -20,7 +25,7 @@ import { consentMissing } from './member-consent.ts'
 import { classTimes } from './static/class-view.js'
 
 /** What the coach page uses: operator sign-in, the rooms' display state (members, readings) and the class engine. */
-export type CoachUses = OperatorUses & OverlayUses & { classes?: ClassControl }
+export type CoachUses = OperatorUses & OverlayUses & Pick<Services, 'hub' | 'log'> & { classes?: ClassControl }
 
 /** A member's chart on the coach page: this far back. */
 export const COACH_CHART_MS = 10 * 60_000
@@ -98,6 +103,11 @@ function jsonSession (uses: CoachUses, request: FastifyRequest): Session {
   const s = operatorSession(uses, request)
   if (s === undefined || (s.operator?.role !== 'owner' && s.operator?.role !== 'coach')) throw new ApiError('forbidden', { detail: 'sign in as an operator first' })
   return s
+}
+
+/** The host (and port) of an Origin header, or undefined when it is not a URL. */
+function originHost (origin: string): string | undefined {
+  try { return new URL(origin).host } catch { return undefined }
 }
 
 type RoomParams = { Params: { room_id: string } }
@@ -182,6 +192,24 @@ export async function coachRoutes (app: FastifyInstance, uses: CoachUses): Promi
     if (value !== 'true' && value !== 'false') return await page(reply, f.session, room, 400, undefined, 'Choose to hide the member or to show them again.')
     const hide = value === 'true'
     return await command(reply, f.session, room, async c => await c.setHidden(room.room_id, request.params.profile_id, hide), hide ? 'hidden' : 'shown')
+  })
+
+  // The page's live stream: the room's display stream with the members the coach hid from displays. Opened from a page
+  // of this box (the Origin of a browser's handshake), for a coach's or owner's session, which every message asks again:
+  // signing out ends it.
+  app.get<RoomParams & { Querystring: { kinds?: string } }>('/operator/rooms/:room_id/coach/stream', {
+    websocket: true,
+    onRequest: async request => {
+      jsonSession(uses, request)
+      const origin = request.headers.origin
+      if (origin === undefined || originHost(origin) !== request.headers.host) throw new ApiError('forbidden', { detail: 'open the coach page on this box' })
+      if (uses.rooms.get(request.params.room_id) === undefined) throw new ApiError('not_found', { detail: 'no such room' })
+      parseKinds(request.query.kinds, DISPLAY_KINDS)
+    }
+  }, (socket, request) => {
+    const key = jsonSession(uses, request).key
+    const sessions = sessionsOf(uses)
+    serveRoom(uses, socket, request.params.room_id, parseKinds(request.query.kinds, DISPLAY_KINDS), { kind: 'coach', signedIn: () => sessions.alive(key) })
   })
 
   app.get<RoomParams>('/operator/rooms/:room_id/coach/state', async (request, reply) => {

@@ -19,6 +19,7 @@ import { compareMembers, DEFAULT_BOUNDS, ORDERS, trendPoints, zoneOf, ZONE_NAMES
 import { parsePart, partMembers, type Part } from './static/room-layout.js'
 import { classTimes, pointsText } from './static/class-view.js'
 import type { ClassControl, ClassMemberView, ClassView } from '../classes/types.ts'
+import { forDisplays } from '../classes/display.ts'
 
 const ID = Type.String({ minLength: 1, maxLength: 100 })
 
@@ -122,7 +123,6 @@ const displayStateSchema = {
   }
 } as const
 
-const NOTHING: ClassMemberView['zone_minutes'] = [0, 0, 0, 0, 0]
 
 /**
  * The class as a display may show it: null once its results have expired;
@@ -133,12 +133,8 @@ const NOTHING: ClassMemberView['zone_minutes'] = [0, 0, 0, 0, 0]
 export function displayClass (view: ClassView | null, members: DisplayMember[], now: number): ClassView | null {
   if (view === null || (view.state === 'results' && view.results_until !== null && view.results_until <= now)) return null
   const shown = new Map(members.map(m => [m.profile_id, m]))
-  return {
-    ...view,
-    members: view.members
-      .filter(m => shown.get(m.profile_id)?.paused === false)
-      .map(m => m.hidden ? { ...m, effort_points: 0, zone_minutes: NOTHING, alert: false } : m)
-  }
+  const visible = forDisplays(view)
+  return { ...visible, members: visible.members.filter(m => shown.get(m.profile_id)?.paused === false) }
 }
 
 /** The members of a room with their last readings, as the display shows them; hidden members carry no heart-rate data. */

@@ -1,6 +1,7 @@
 // The coach's tablet (api/web/operator-coach.ts): the first state comes with
-// the page (#coach-state), then the page follows the room's display stream
-// (heart rates, the class's room_class messages, members coming and going).
+// the page (#coach-state), then the page follows the room's stream as the
+// coach sees it (heart rates, also of the members hidden from displays, the
+// class's room_class messages, members coming and going).
 // A tile shows the bpm and zone, "no signal" after STALE_MS without a reading
 // (the display's rule), the class's effort points and alert; the class's
 // alerts are listed on top. Tapping a tile shows the member's last ten minutes.
@@ -11,7 +12,6 @@ import { showChart } from './coach-chart.js'
 
 const root = document.getElementById('coach')
 const roomId = root.dataset.roomId
-const q = `display_id=${encodeURIComponent(root.dataset.displayId)}`
 const statusEl = document.getElementById('coach-class-status')
 const alertsEl = document.getElementById('alerts')
 const connEl = document.getElementById('connection')
@@ -106,27 +106,29 @@ function applyClass (v) {
   tick()
 }
 
+/** Loads the room's state; false when the coach is signed out or the room is gone. */
 async function refresh () {
   const res = await fetch(`/operator/rooms/${encodeURIComponent(roomId)}/coach/state`, { cache: 'no-store', credentials: 'same-origin' })
-  if (!res.ok) { connEl.textContent = res.status === 403 ? 'Signed out: reload the page.' : 'Cannot load the room.'; return }
+  if (!res.ok) { connEl.textContent = res.status === 403 ? 'Signed out: reload the page.' : 'Cannot load the room.'; return false }
   const state = await res.json()
   // A member who joined or left, or a new display link: the page's tiles, forms and stream come from the server.
   const ids = new Set(state.members.map(m => m.profile_id))
   if (state.display_id !== root.dataset.displayId || ids.size !== tiles.size || [...tiles.keys()].some(id => !ids.has(id))) { window.location.reload(); return }
   for (const m of state.members) adopt(m)
   applyClass(state.class)
+  return true
 }
 
 if (initial) { for (const m of initial.members) adopt(m); applyClass(initial.class) }
 setInterval(tick, 1000)
 
-const CONN = { connecting: 'connecting…', reconnecting: 'reconnecting…', waiting: 'live', live: 'live', 'no-signal': 'live', gone: 'The display link was revoked: reload the page.' }
+const CONN = { connecting: 'connecting…', reconnecting: 'reconnecting…', waiting: 'live', live: 'live', 'no-signal': 'live', gone: 'Signed out, or the room is gone: reload the page.' }
 
-openLive(wsUrl(`/rooms/${encodeURIComponent(roomId)}/stream?${q}&kinds=heart_rate,room_member_updated,room_member_removed,room_class`), {
+openLive(wsUrl(`/operator/rooms/${encodeURIComponent(roomId)}/coach/stream?kinds=heart_rate,room_member_updated,room_member_removed,room_class`), {
   staleMs: 0,
   onState (s) { root.dataset.connection = s; connEl.textContent = CONN[s] ?? '' },
-  // A revoked display link: the page reloads with the new one (refresh), unless the room is gone.
-  stillValid: async () => { await refresh(); return true },
+  // A closed stream: go on while the coach is signed in and the room is there.
+  stillValid: async () => await refresh().catch(() => true),
   onOpen () { refresh().catch(() => {}) },
   onMessage (msg) {
     if (msg?.kind === 'heart_rate') {

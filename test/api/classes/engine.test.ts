@@ -170,6 +170,8 @@ t.test('ended by the coach; a room member hidden from displays and one hidden by
   const v = await data.classes.setHidden(room.room_id, cy.profile_id, true)
   t.same(v.members.map(m => [m.display_name, m.hidden]), [['Ann', false], ['Cy', true]])
   t.same(w.seen.at(-1), v)
+  t.equal(data.classes.hiddenFromDisplays(room.room_id, cy.profile_id), true, 'display streams leave out Cy\'s readings')
+  t.equal(data.classes.hiddenFromDisplays(room.room_id, ann.profile_id), false)
   t.equal(await refused(data.classes.setHidden(room.room_id, 'stranger', true)), 'not_member')
   for (let s = 0; s < 70; s++) {
     clock.set(T0 + s * 1000)
@@ -179,6 +181,7 @@ t.test('ended by the coach; a room member hidden from displays and one hidden by
   const ended = await data.classes.end(room.room_id)
   t.equal(ended.ended_at, T0 + 90_000)
   t.same(ended.hidden, [cy.profile_id])
+  t.equal(data.classes.hiddenFromDisplays(room.room_id, cy.profile_id), false, 'the results have no readings to hide')
   const last = w.seen.at(-1)
   t.same(last?.members.map(m => [m.display_name, m.effort_points]), [['Ann', 2]], 'the results leave out the coach-hidden member and the one hidden from displays')
   // Every member who took part has a summary: 130 bpm is 65 % of 200, zone 2, one complete minute.

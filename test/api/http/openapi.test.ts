@@ -43,7 +43,7 @@ const EXCLUDED: Record<string, string[]> = {
     'GET /operator/devices/nearby',
     'GET /operator/coach', 'GET /operator/rooms/:room_id/coach', 'POST /operator/rooms/:room_id/class', 'POST /operator/rooms/:room_id/class/end',
     'POST /operator/rooms/:room_id/class/members/:profile_id/hidden', 'GET /operator/rooms/:room_id/coach/state',
-    'GET /operator/rooms/:room_id/coach/members/:profile_id/readings'
+    'GET /operator/rooms/:room_id/coach/members/:profile_id/readings', 'GET /operator/rooms/:room_id/coach/stream'
   ]
 }
 // And every HEAD route: Fastify adds one for each GET route (exposeHeadRoutes); the GET is documented.

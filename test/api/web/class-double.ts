@@ -58,6 +58,11 @@ export class ClassDouble implements ClassControl {
     return this.put(roomId, { ...v, members: v.members.map(m => m.profile_id === profileId ? { ...m, hidden } : m) })
   }
 
+  hiddenFromDisplays (roomId: string, profileId: string): boolean {
+    const v = this.views.get(roomId)
+    return v?.state === 'running' && v.members.some(m => m.profile_id === profileId && m.hidden)
+  }
+
   /** Changes members of the running class (points, zone minutes, alert), ranks them as the engine does, and publishes. */
   update (roomId: string, changes: Record<string, Partial<ClassMemberView>>): ClassView {
     const v = this.views.get(roomId)
