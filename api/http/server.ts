@@ -2,7 +2,6 @@
 // JSON error bodies, the shared plugins, and the feature plugins in order.
 import Fastify, { LogController, type FastifyReply, type FastifyRequest, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import formbody from '@fastify/formbody'
-import websocket from '@fastify/websocket'
 import { ApiError, OAuthError } from '../errors.ts'
 import { storageFailure } from '../store/db.ts'
 import { captureAudit } from '../audit/capture.ts'
@@ -10,6 +9,7 @@ import { sessionsOf } from '../web/guard.ts'
 import { auditActor } from '../web/operator-auth.ts'
 import { errorPage } from '../oauth/pages.ts'
 import { registerOpenApi } from './openapi.ts'
+import { serveWebSockets } from './websocket.ts'
 import { afterBody, clientErrorHandler, isLoopback, limitConnectionsPerAddress, responseClass, type ConnectionLimits } from './connections.ts'
 import type { Services } from '../services.ts'
 import type { Store } from '../store/db.ts'
@@ -184,25 +184,13 @@ export async function buildServer<S extends ServerServices> (services: S, option
     route.onSend = [...own, readBodyFirst] as typeof route.onSend
   })
 
-  // A WebSocket route asked without an Upgrade is 426 with the JSON error body (after its own checks, so a
-  // missing token is still 403/401). The handler given with `websocket: true` becomes the wsHandler.
-  app.addHook('onRoute', route => {
-    if (route.websocket !== true) return
-    const methods = Array.isArray(route.method) ? route.method : [route.method]
-    if (!methods.includes('GET')) return
-    route.wsHandler = route.handler as unknown as NonNullable<typeof route.wsHandler>
-    route.websocket = false
-    route.handler = async (_request, reply) => {
-      const e = new ApiError('upgrade_required', { detail: 'this is a WebSocket endpoint: connect with Upgrade: websocket' })
-      return await reply.code(e.status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).type('application/json; charset=utf-8').send(e.body())
-    }
-  })
+  // The WebSocket routes (`{ websocket: true }`), before any route is added; a GET without an Upgrade is 426.
+  serveWebSockets(app, { maxPayload: 64 * 1024, log })
 
   // /openapi.json and /docs; its onRoute hook must come before every route it documents.
   registerOpenApi(app, { publicUrl: () => services.config.publicUrl })
 
   await app.register(formbody, { bodyLimit: options.bodyLimit ?? 64 * 1024 })
-  await app.register(websocket, { options: { maxPayload: 64 * 1024 } })
 
   if (options.healthRoute !== false) {
     app.get('/health', async () => ({

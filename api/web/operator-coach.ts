@@ -201,8 +201,10 @@ export async function coachRoutes (app: FastifyInstance, uses: CoachUses): Promi
     websocket: true,
     onRequest: async request => {
       jsonSession(uses, request)
+      // A browser sends the page's Origin with a WebSocket handshake; one from another site's page is refused.
       const origin = request.headers.origin
-      if (origin === undefined || originHost(origin) !== request.headers.host) throw new ApiError('forbidden', { detail: 'open the coach page on this box' })
+      const upgrade = request.headers.upgrade?.toLowerCase() === 'websocket'
+      if (upgrade && (origin === undefined || originHost(origin) !== request.headers.host)) throw new ApiError('forbidden', { detail: 'open the coach page on this box' })
       if (uses.rooms.get(request.params.room_id) === undefined) throw new ApiError('not_found', { detail: 'no such room' })
       parseKinds(request.query.kinds, DISPLAY_KINDS)
     }

@@ -24,7 +24,8 @@ const COACH_ROUTES = new Set([
   'POST /operator/rooms/:room_id/members', 'POST /operator/rooms/:room_id/members/:profile_id/remove',
   'POST /operator/rooms/:room_id/display/revoke', 'GET /operator/coach', 'GET /operator/rooms/:room_id/coach',
   'POST /operator/rooms/:room_id/class', 'POST /operator/rooms/:room_id/class/end', 'POST /operator/rooms/:room_id/class/members/:profile_id/hidden',
-  'GET /operator/rooms/:room_id/coach/state', 'GET /operator/rooms/:room_id/coach/members/:profile_id/readings'
+  'GET /operator/rooms/:room_id/coach/state', 'GET /operator/rooms/:room_id/coach/members/:profile_id/readings',
+  'GET /operator/rooms/:room_id/coach/stream'
 ])
 const SIGN_IN_OUT = new Set(['GET /operator/signin', 'POST /operator/signin', 'POST /operator/signout'])
 
