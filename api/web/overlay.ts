@@ -20,6 +20,7 @@ import { parsePart, partMembers, type Part } from './static/room-layout.js'
 import { classTimes, pointsText } from './static/class-view.js'
 import type { ClassControl, ClassMemberView, ClassView } from '../classes/types.ts'
 import { forDisplays } from '../classes/display.ts'
+import { CLASS_VIEW_SCHEMA } from '../http/classes.ts'
 
 const ID = Type.String({ minLength: 1, maxLength: 100 })
 
@@ -90,34 +91,8 @@ const displayStateSchema = {
           }
         }
       },
-      class: {
-        type: ['object', 'null'],
-        properties: {
-          class_id: { type: 'string' },
-          room_id: { type: 'string' },
-          name: { type: 'string' },
-          started_at: { type: 'number' },
-          planned_end: { type: 'number' },
-          ended_at: { type: ['number', 'null'] },
-          state: { type: 'string' },
-          results_until: { type: ['number', 'null'] },
-          members: {
-            type: 'array',
-            items: {
-              type: 'object',
-              properties: {
-                profile_id: { type: 'string' },
-                display_name: { type: 'string' },
-                effort_points: { type: 'number' },
-                zone_minutes: { type: 'array', items: { type: 'number' } },
-                max_heart_rate: { type: 'number' },
-                alert: { type: 'boolean' },
-                hidden: { type: 'boolean' }
-              }
-            }
-          }
-        }
-      },
+      // The class as displays get it (api/classes/display.ts), or null.
+      class: { ...CLASS_VIEW_SCHEMA, type: ['object', 'null'] },
       server_now: { type: 'number' }
     }
   }
