@@ -98,7 +98,6 @@ const displayStateSchema = {
   }
 } as const
 
-
 /**
  * The class as a display may show it: null once its results have expired;
  * only members of the display (the room's members the box may show); a member
