@@ -44,7 +44,12 @@ const roomMessageBytes = encodedOnce<RoomMessage>(message => JSON.stringify(mess
  * Who watches a room: a member (their token), a display (its display_id), or the coach page (a coach's or owner's
  * session, asked again with every message). A display gets nothing of the members the coach hid for the class.
  */
-export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string } | { kind: 'coach', signedIn: () => boolean }
+export type RoomViewer = { kind: 'member', profileId: string } | { kind: 'display', displayId: string } | {
+  kind: 'coach'
+  signedIn: () => boolean
+  /** Ties the stream to the session: closed when it ends. */
+  bind: (stream: Stream) => void
+}
 
 /** The room_class messages as displays get them (api/classes/display.ts), made once per message for every display. */
 const displayVariants = new WeakMap<RoomMessage, RoomMessage>()
@@ -90,8 +95,9 @@ export function serveRoom (uses: RoomStreamUses, socket: WebSocket, roomId: stri
     }
     if (!ok) stream.close(1008, 'no longer allowed in this room')
   }))
-  // A rotated display capability (or a removal) closes the stream at once.
+  // A rotated display capability (or a removal) closes the stream at once; so does the end of a coach's session.
   stream.onClose(rooms.onChange(changed => { if (changed === roomId && !allowed()) stream.close(1008, 'no longer allowed in this room') }))
+  if (viewer.kind === 'coach') viewer.bind(stream)
   // A change that landed between the handshake's check and the subscriptions above.
   if (!allowed()) { stream.close(1008, 'no longer allowed in this room'); return stream }
   // A display that opens during a class (or its results) starts from the class on view.

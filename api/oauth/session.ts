@@ -73,6 +73,7 @@ export class Sessions {
   private readonly now: () => number
   private persistence: SessionPersistence | undefined
   private unsubscribe: (() => void) | undefined
+  private readonly endFollowers = new Set<(key: string) => void>()
   /** Writes to the store, one after another; flushed() waits for them. */
   private writes: Promise<void> = Promise.resolve()
 
@@ -94,7 +95,10 @@ export class Sessions {
   async persistWith (p: SessionPersistence): Promise<void> {
     if (this.persistence !== undefined) return
     this.persistence = p
-    this.unsubscribe = p.onEnded?.(key => { if (key === '') this.map.clear(); else this.map.delete(key) })
+    this.unsubscribe = p.onEnded?.(key => {
+      if (key === '') this.map.clear(); else this.map.delete(key)
+      this.ended(key)
+    })
     if (p.all !== undefined) {
       const now = this.now()
       const expired: string[] = []
@@ -141,6 +145,18 @@ export class Sessions {
     const s = this.map.get(key)
     this.map.delete(key)
     if (s !== undefined && this.kept(s)) this.forget(key)
+    if (s !== undefined) this.ended(key)
+  }
+
+  /** Tells the followers (onEnd) that the session with this key ended ('': any may have). */
+  private ended (key: string): void {
+    for (const fn of this.endFollowers) fn(key)
+  }
+
+  /** Calls fn with the key of every session that ends (signed out, expired, erased; '': any may have); returns the unsubscribe. */
+  onEnd (fn: (key: string) => void): () => void {
+    this.endFollowers.add(fn)
+    return () => { this.endFollowers.delete(fn) }
   }
 
   private keyOf (request: FastifyRequest): string | undefined {

@@ -16,6 +16,7 @@ import { esc, field, hidden, jsonBlock, notice, postForm, sendPage } from './htm
 import { one, sessionsOf } from './guard.ts'
 import type { Services } from '../services.ts'
 import { parseKinds, serveRoom } from '../http/rooms.ts'
+import type { Stream } from '../http/stream-socket.ts'
 import { DISPLAY_KINDS } from '../hub.ts'
 import { operatorNav } from './nav.ts'
 import { operatorForm, operatorPage, operatorSession, type OperatorUses } from './operator-auth.ts'
@@ -195,8 +196,8 @@ export async function coachRoutes (app: FastifyInstance, uses: CoachUses): Promi
   })
 
   // The page's live stream: the room's display stream with the members the coach hid from displays. Opened from a page
-  // of this box (the Origin of a browser's handshake), for a coach's or owner's session, which every message asks again:
-  // signing out ends it.
+  // of this box (the Origin of a browser's handshake), for a coach's or owner's session: it closes when the session
+  // ends (signed out, expired, the operator removed), and every message asks again.
   app.get<RoomParams & { Querystring: { kinds?: string } }>('/operator/rooms/:room_id/coach/stream', {
     websocket: true,
     onRequest: async request => {
@@ -209,9 +210,14 @@ export async function coachRoutes (app: FastifyInstance, uses: CoachUses): Promi
       parseKinds(request.query.kinds, DISPLAY_KINDS)
     }
   }, (socket, request) => {
-    const key = jsonSession(uses, request).key
+    const session = jsonSession(uses, request)
     const sessions = sessionsOf(uses)
-    serveRoom(uses, socket, request.params.room_id, parseKinds(request.query.kinds, DISPLAY_KINDS), { kind: 'coach', signedIn: () => sessions.alive(key) })
+    const bind = (stream: Stream): void => {
+      stream.onClose(sessions.onEnd(key => { if (key === session.key || key === '') stream.close(1008, 'signed out') }))
+      const expiry = setTimeout(() => { stream.close(1008, 'session expired') }, Math.max(0, session.expires_at - Date.now()))
+      stream.onClose(() => { clearTimeout(expiry) })
+    }
+    serveRoom(uses, socket, request.params.room_id, parseKinds(request.query.kinds, DISPLAY_KINDS), { kind: 'coach', signedIn: () => sessions.alive(session.key), bind })
   })
 
   app.get<RoomParams>('/operator/rooms/:room_id/coach/state', async (request, reply) => {

@@ -2,13 +2,15 @@
 // stream gets neither their heart rates nor their class numbers (their entry
 // stays, last and zeroed, so that the display hides their tile); the coach
 // page's stream gets everything, for a signed-in coach only, from a page of the
-// box, and ends when the coach signs out. Real hub, real WebSockets; the class
+// box, and ends when the coach signs out or the session expires. Real hub, real WebSockets; the class
 // engine is the test double (ClassDouble), which publishes room_class messages
 // through the hub.
 import t from 'tap'
 import WebSocket from 'ws'
 import { startTestService, type TestService } from '../../helpers/service.ts'
 import { ClassDouble } from './class-double.ts'
+import { sessionsOf } from '../../../api/web/guard.ts'
+import type { FastifyRequest } from 'fastify'
 
 const PASSWORD = 'coach-password-1'
 
@@ -104,11 +106,18 @@ t.test('a member the coach hid: nothing of theirs on display streams, everything
   t.equal((await pipeline.submit({ profile_id: bob, measured_at: now, heart_rate: 168, source: 'sim' })).status, 'stored')
   await display.next(m => m.heart_rate?.profile_id === bob)
 
-  // The coach signs out: the stream ends with the next message.
+  // The coach signs out: the stream ends at once, with no message to wait for.
   const out = await fetch(`${svc.url}/operator/signout`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie }, body: `csrf=${csrf}`, redirect: 'manual' })
   t.equal(out.status, 303)
-  t.equal((await pipeline.submit({ profile_id: alice, measured_at: now + 1000, heart_rate: 125, source: 'sim' })).status, 'stored')
-  t.equal(await coach.closed, 1008, 'closed: no longer allowed')
+  t.equal(await coach.closed, 1008, 'closed: signed out')
   t.equal(await refused(coachUrl, { cookie, origin: svc.url }), 403, 'and the old cookie opens nothing')
+
+  // A session that expires ends its stream when it expires, message or not.
+  const again = await signIn(svc)
+  const session = sessionsOf(svc.service.services).find({ headers: { cookie: again.cookie } } as unknown as FastifyRequest)
+  if (session === undefined) throw new Error('no session for the new cookie')
+  session.expires_at = Date.now() + 300
+  const expiring = await open(coachUrl, { cookie: again.cookie, origin: svc.url })
+  t.equal(await expiring.closed, 1008, 'closed: the session expired')
   display.ws.close()
 })
