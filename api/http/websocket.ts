@@ -124,10 +124,11 @@ export function serveWebSockets (app: FastifyInstance, options: { maxPayload: nu
     }
   })
 
-  // Closing the server closes the open WebSockets; the upgrades stop first.
+  // Closing the server stops the upgrades and starts the close handshake of every open WebSocket, without waiting
+  // for it: a client that no longer answers would hold the shutdown for ws's close timeout.
   app.addHook('preClose', async () => {
     app.server.removeListener('upgrade', onUpgrade)
     for (const client of wss.clients) client.close()
-    await new Promise<void>(resolve => { wss.close(() => { resolve() }) })
+    wss.close()
   })
 }
