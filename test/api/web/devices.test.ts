@@ -200,11 +200,12 @@ t.test('the device page shows every Bluetooth adapter and the adapter of each st
   // hci1 is unplugged: hci0 has no room for its strap, which waits; hci1 stays listed as missing.
   ble.emulator.unplugAdapter('hci1')
   // The adapter is marked missing as it leaves D-Bus, and its strap's link is released when BlueZ reports the
-  // disconnection, a moment later on a loaded machine: wait for both.
+  // disconnection, a moment later on a loaded machine: wait for both, and for the page to show the strap without it.
   const unplugged = await eventually('hci1 listed as missing, its strap released', async () => {
     await page.goto(`${svc.url}/operator/devices`)
     const rows = await rowsOf()
-    return rows[1]?.[1] === 'missing' && rows[1]?.[2] === '0' ? rows : undefined
+    const strapAdapters = await page.locator('tr', { hasText: NEAR1 }).locator('.device-adapter').count()
+    return rows[1]?.[1] === 'missing' && rows[1]?.[2] === '0' && strapAdapters === 0 ? rows : undefined
   })
   t.same(unplugged, [['hci0', 'full', '1', '1', '0', '0'], ['hci1', 'missing', '0', '2', '0', '0']])
   t.equal(near1.connected, false)
